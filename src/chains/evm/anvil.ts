@@ -1,0 +1,191 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { toHex } from 'viem';
+import { mnemonicToAccount } from 'viem/accounts';
+
+export const ANVIL_DEFAULT_MNEMONIC = 'test test test test test test test test test test test junk';
+export const ANVIL_DEFAULT_CHAIN_ID = 31337;
+
+const devAccount0 = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC);
+/** Anvil's well-known dev account #0 (public test key, never use on a real chain). */
+export const ANVIL_DEV_ADDRESS = devAccount0.address;
+export const ANVIL_DEV_PRIVATE_KEY = toHex(devAccount0.getHdKey().privateKey!);
+
+export type AnvilOptions = {
+  /** 0 or undefined = pick a free port. */
+  port?: number;
+  chainId?: number;
+  /** Seconds between blocks; undefined = mine on every transaction. */
+  blockTime?: number;
+  mnemonic?: string;
+  accounts?: number;
+  /** Initial balance of each dev account, in ether. */
+  balance?: number | bigint;
+  /** Default true: drop anvil's stdout instead of forwarding it. */
+  silent?: boolean;
+  startTimeoutMs?: number;
+};
+
+export type AnvilInstance = {
+  url: string;
+  port: number;
+  chainId: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+};
+
+const PLATFORM_PACKAGES: Record<string, string> = {
+  'linux-x64': '@foundry-rs/anvil-linux-amd64',
+  'linux-arm64': '@foundry-rs/anvil-linux-arm64',
+  'darwin-x64': '@foundry-rs/anvil-darwin-amd64',
+  'darwin-arm64': '@foundry-rs/anvil-darwin-arm64',
+  'win32-x64': '@foundry-rs/anvil-win32-amd64',
+};
+
+export function anvilBinaryPath(): string {
+  const pkg = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+  if (!pkg) throw new Error(`anvil: unsupported platform ${process.platform}/${process.arch}`);
+  const require = createRequire(import.meta.url);
+  let pkgJson: string;
+  try {
+    pkgJson = require.resolve(`${pkg}/package.json`);
+  } catch {
+    throw new Error(`anvil: package ${pkg} is not installed`);
+  }
+  return join(dirname(pkgJson), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// Anvil children still running; killed synchronously if this process exits.
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function trackChild(child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', () => {
+      for (const c of running) c.kill('SIGKILL');
+    });
+  }
+}
+
+class AddressInUseError extends Error {}
+
+export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilInstance> {
+  const pickPort = !opts.port;
+  for (let attempt = 0; ; attempt++) {
+    const port = pickPort ? await freePort() : opts.port!;
+    try {
+      return await launch(port, opts);
+    } catch (err) {
+      // Another process can grab the port between freePort() and anvil binding it.
+      if (err instanceof AddressInUseError && pickPort && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
+async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> {
+  const chainId = opts.chainId ?? ANVIL_DEFAULT_CHAIN_ID;
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId)];
+  if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
+  if (opts.mnemonic !== undefined) args.push('--mnemonic', opts.mnemonic);
+  if (opts.accounts !== undefined) args.push('--accounts', String(opts.accounts));
+  if (opts.balance !== undefined) args.push('--balance', String(opts.balance));
+
+  const silent = opts.silent ?? true;
+  const child = spawn(anvilBinaryPath(), args, {
+    stdio: ['ignore', silent ? 'ignore' : 'inherit', 'pipe'],
+  });
+  trackChild(child);
+
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4096);
+    if (!silent) process.stderr.write(chunk);
+  });
+
+  let exited = false;
+  const exitPromise = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    });
+    child.once('error', (err) => {
+      stderr += String(err);
+      exited = true;
+      resolve();
+    });
+  });
+
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+    await exitPromise;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 20_000);
+  while (true) {
+    if (exited) {
+      const msg = stderr.trim() || `exit code ${child.exitCode}`;
+      if (/address already in use/i.test(msg)) throw new AddressInUseError(`anvil: port ${port} in use`);
+      throw new Error(`anvil failed to start: ${msg}`);
+    }
+    const answered = await chainIdOf(url);
+    if (answered !== undefined) {
+      if (answered !== chainId) {
+        await stop();
+        throw new Error(`anvil: expected chain id ${chainId}, node at port ${port} reports ${answered}`);
+      }
+      return { url, port, chainId, process: child, stop };
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`anvil did not answer on port ${port} in time: ${stderr.trim()}`);
+    }
+    await Promise.race([new Promise((r) => setTimeout(r, 50)), exitPromise]);
+  }
+}
+
+async function chainIdOf(url: string): Promise<number | undefined> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+      signal: AbortSignal.timeout(1000),
+    });
+    const body = (await res.json()) as { result?: string };
+    return body.result ? Number(body.result) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// `tsx src/chains/evm/anvil.ts [port]` runs a local devnet until Ctrl-C.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const node = await startAnvil({ port: Number(process.argv[2] ?? 8545), silent: false });
+  console.log(`anvil devnet on ${node.url} (chain ${node.chainId}), dev account ${ANVIL_DEV_ADDRESS}`);
+  const shutdown = () => void node.stop().then(() => process.exit(0));
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}

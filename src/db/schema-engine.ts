@@ -1,0 +1,72 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bindMigrationAwareSqlAdapterFactory, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import * as bindings from '@prisma/schema-engine-wasm/schema_engine_bg';
+
+// Prisma's schema engine compiled to WebAssembly: migrations run in-process over the same driver
+// adapter as the client, so no native engine (which would need a download) is ever required.
+
+export const prismaDir = fileURLToPath(new URL('../../prisma/', import.meta.url));
+const migrationsDir = path.join(prismaDir, 'migrations');
+
+let ready: Promise<void> | undefined;
+function loadWasm(): Promise<void> {
+  ready ??= (async () => {
+    const js = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm/schema_engine_bg');
+    const wasmPath = js.replace(/\.js$/, '.wasm');
+    const { instance } = await WebAssembly.instantiate(await readFile(wasmPath), {
+      './schema_engine_bg.js': bindings as unknown as WebAssembly.ModuleImports,
+    });
+    const exports = instance.exports as unknown as { __wbindgen_start(): void };
+    (bindings as unknown as { __wbg_set_wasm(w: unknown): void }).__wbg_set_wasm(exports);
+    exports.__wbindgen_start();
+  })();
+  return ready;
+}
+
+export async function openSchemaEngine(factory: SqlMigrationAwareDriverAdapterFactory) {
+  await loadWasm();
+  const schema = await readFile(path.join(prismaDir, 'schema.prisma'), 'utf8');
+  return bindings.SchemaEngine.new(
+    { datamodels: [['schema.prisma', schema]] },
+    () => {},
+    bindMigrationAwareSqlAdapterFactory(factory),
+  );
+}
+
+export async function readMigrations(): Promise<bindings.MigrationList> {
+  const names = (await readdir(migrationsDir, { withFileTypes: true }).catch(() => []))
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
+  const lockPath = path.join(migrationsDir, 'migration_lock.toml');
+  return {
+    baseDir: migrationsDir,
+    lockfile: { path: 'migration_lock.toml', content: await readFile(lockPath, 'utf8').catch(() => null) },
+    shadowDbInitScript: '',
+    migrationDirectories: await Promise.all(
+      names.map(async (name) => ({
+        path: name,
+        migrationFile: {
+          path: 'migration.sql',
+          content: { tag: 'ok' as const, value: await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8') },
+        },
+      })),
+    ),
+  };
+}
+
+export const noFilter = { externalTables: [], externalEnums: [] };
+
+/** Applies every migration in prisma/migrations not yet applied; returns the names applied. */
+export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  const engine = await openSchemaEngine(factory);
+  try {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(), filters: noFilter });
+    return appliedMigrationNames;
+  } finally {
+    engine.free();
+  }
+}
