@@ -24,7 +24,7 @@ export type AnvilOptions = {
   accounts?: number;
   /** Initial balance of each dev account, in ether. */
   balance?: number | bigint;
-  /** Default true: drop anvil's stdout instead of forwarding it. */
+  /** Default true: drop anvil's output instead of forwarding it. */
   silent?: boolean;
   startTimeoutMs?: number;
 };
@@ -110,10 +110,20 @@ async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> 
   if (opts.balance !== undefined) args.push('--balance', String(opts.balance));
 
   const silent = opts.silent ?? true;
-  const child = spawn(anvilBinaryPath(), args, {
-    stdio: ['ignore', silent ? 'ignore' : 'inherit', 'pipe'],
-  });
+  const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   trackChild(child);
+
+  // Wait for anvil's own "Listening on" line, not just any answer on the port:
+  // with a port race, something else could be answering there.
+  let listening = false;
+  let stdoutTail = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    if (!listening) {
+      stdoutTail = (stdoutTail + chunk.toString()).slice(-512);
+      listening = stdoutTail.includes(`Listening on 127.0.0.1:${port}`);
+    }
+    if (!silent) process.stdout.write(chunk);
+  });
 
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
@@ -150,7 +160,7 @@ async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> 
       if (/address already in use/i.test(msg)) throw new AddressInUseError(`anvil: port ${port} in use`);
       throw new Error(`anvil failed to start: ${msg}`);
     }
-    const answered = await chainIdOf(url);
+    const answered = listening ? await chainIdOf(url) : undefined;
     if (answered !== undefined) {
       if (answered !== chainId) {
         await stop();
