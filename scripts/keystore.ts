@@ -40,6 +40,9 @@ function parseKind(value: string | undefined): SignerKind {
   return kind;
 }
 
+// Input that arrived after the Enter ending the previous prompt (e.g. pasted).
+let typedAhead = '';
+
 function promptHidden(prompt: string): Promise<string> {
   const { stdin, stderr } = process;
   return new Promise((resolve, reject) => {
@@ -51,8 +54,12 @@ function promptHidden(prompt: string): Promise<string> {
       stderr.write('\n');
     };
     const onData = (chunk: string) => {
-      for (const ch of chunk) {
+      const chars = [...chunk];
+      for (let i = 0; i < chars.length; i++) {
+        const ch = chars[i];
         if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          if (ch === '\r' && chars[i + 1] === '\n') i++;
+          typedAhead = chars.slice(i + 1).join('');
           finish();
           return resolve(input);
         }
@@ -68,6 +75,7 @@ function promptHidden(prompt: string): Promise<string> {
     stdin.setRawMode(true);
     stdin.on('data', onData);
     stdin.resume();
+    if (typedAhead) onData(typedAhead);
   });
 }
 
