@@ -1,0 +1,118 @@
+import { StrKey } from '@stellar/stellar-sdk';
+import { z } from 'zod';
+import { StellarRequestError } from './errors.js';
+
+// The Stellar send-transaction request ("shape C"). Structural checks live
+// here; checks that need chain context (relayer address, clock, simulation)
+// are in build.ts.
+
+const INT64_MAX = (1n << 63n) - 1n;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+const accountAddress = z.string().refine((s) => StrKey.isValidEd25519PublicKey(s), 'must be a G... account address');
+const destinationAddress = z
+  .string()
+  .refine((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidMed25519PublicKey(s), 'must be a G... or M... account address');
+const hex32 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters');
+const bytes32 = z.union([hex32, z.array(z.number().int().min(0).max(255)).length(32)]);
+
+/** Payment amounts are integer stroops (1 XLM = 10^7 stroops), as a JSON integer or a decimal string. */
+const stroops = z
+  .union([z.number().int(), z.string().regex(/^\d+$/, 'must be an integer number of stroops')])
+  .transform((v) => BigInt(v))
+  .refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops');
+
+const asset = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('native') }),
+  z.strictObject({
+    type: z.literal('credit_alphanum4'),
+    code: z.string().regex(/^[A-Za-z0-9]{1,4}$/, 'must be 1-4 alphanumeric characters'),
+    issuer: accountAddress,
+  }),
+  z.strictObject({
+    type: z.literal('credit_alphanum12'),
+    code: z.string().regex(/^[A-Za-z0-9]{5,12}$/, 'must be 5-12 alphanumeric characters'),
+    issuer: accountAddress,
+  }),
+]);
+
+const operation = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('payment'), destination: destinationAddress, amount: stroops, asset }),
+  z.strictObject({
+    type: z.literal('invoke_contract'),
+    contract_address: z.string().refine((s) => StrKey.isValidContract(s), 'must be a C... contract address'),
+    function_name: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, 'must be 1-32 characters of [A-Za-z0-9_]'),
+    args: z.array(z.unknown()).default([]),
+  }),
+  z.strictObject({
+    type: z.literal('create_contract'),
+    source: z.strictObject({ from: z.literal('address'), address: accountAddress }),
+    wasm_hash: hex32,
+    salt: hex32.optional(),
+    constructor_args: z.array(z.unknown()).optional(),
+  }),
+  z.strictObject({
+    type: z.literal('upload_wasm'),
+    wasm: z.union([
+      z.strictObject({ type: z.literal('base64').optional(), base64: z.base64().min(1) }),
+      z.strictObject({ type: z.literal('hex').optional(), hex: z.string().regex(/^([0-9a-fA-F]{2})+$/, 'must be hex') }),
+    ]),
+  }),
+]);
+
+const memo = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  z.strictObject({
+    type: z.literal('text'),
+    value: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= 28, 'must be at most 28 bytes of UTF-8'),
+  }),
+  z.strictObject({
+    type: z.literal('id'),
+    value: z
+      .union([z.number().int().nonnegative(), z.string().regex(/^\d+$/, 'must be a uint64 decimal string')])
+      .transform((v) => BigInt(v))
+      .refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+  }),
+  z.strictObject({ type: z.literal('hash'), value: bytes32 }),
+  z.strictObject({ type: z.literal('return'), value: bytes32 }),
+]);
+
+export const stellarTransactionRequestSchema = z
+  .strictObject({
+    network: z.string().min(1),
+    source_account: accountAddress.optional(),
+    operations: z.array(operation).min(1).max(100).optional(),
+    transaction_xdr: z.string().min(1).optional(),
+    memo: memo.optional(),
+    valid_until: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }).optional(),
+    fee_bump: z.boolean().optional(),
+    max_fee: z.number().int().positive().default(1_000_000),
+  })
+  .superRefine((req, ctx) => {
+    if ((req.operations === undefined) === (req.transaction_xdr === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['operations'], message: 'exactly one of operations or transaction_xdr is required' });
+    }
+    if (req.transaction_xdr !== undefined && req.memo !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['memo'], message: 'not allowed with transaction_xdr (the XDR carries its own memo)' });
+    }
+    if (req.operations !== undefined && req.fee_bump) {
+      ctx.addIssue({ code: 'custom', path: ['fee_bump'], message: 'only applies to a signed transaction_xdr' });
+    }
+  });
+
+export type StellarTransactionRequest = z.output<typeof stellarTransactionRequestSchema>;
+export type StellarOperationSpec = z.output<typeof operation>;
+export type StellarMemoSpec = z.output<typeof memo>;
+
+function pathString(path: PropertyKey[]): string {
+  return path.reduce<string>((s, p) => (typeof p === 'number' ? `${s}[${p}]` : s ? `${s}.${String(p)}` : String(p)), '');
+}
+
+/** Validates a request body; throws StellarRequestError naming the first bad field. */
+export function parseStellarRequest(body: unknown): StellarTransactionRequest {
+  const res = stellarTransactionRequestSchema.safeParse(body);
+  if (res.success) return res.data;
+  const issue = res.error.issues[0];
+  const field = pathString(issue.path) || 'request';
+  throw new StellarRequestError(`${field}: ${issue.message}`, field);
+}

@@ -1,0 +1,54 @@
+import { StrKey, xdr, type rpc as sdkRpc } from '@stellar/stellar-sdk';
+import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from './jsonrpc.js';
+
+export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from './jsonrpc.js';
+
+// Raw (un-parsed) Stellar RPC payloads, as the SDK types them.
+export type RawSimulateResponse = sdkRpc.Api.RawSimulateTransactionResponse;
+export type RawSendResponse = sdkRpc.Api.RawSendTransactionResponse;
+export type RawGetTransactionResponse = sdkRpc.Api.RawGetTransactionResponse;
+export type RawLedgerEntriesResponse = sdkRpc.Api.RawGetLedgerEntriesResponse;
+
+export type StellarAccountState = { sequence: bigint; balance: bigint };
+
+export interface StellarRpc {
+  getNetwork(): Promise<{ passphrase: string; protocolVersion: number | string }>;
+  getLatestLedger(): Promise<{ id: string; sequence: number; protocolVersion: number | string }>;
+  /** keys: base64 xdr.LedgerKey values. */
+  getLedgerEntries(keys: string[]): Promise<RawLedgerEntriesResponse>;
+  /** The account's current sequence number and native balance (stroops); null if it does not exist. */
+  getAccount(address: string): Promise<StellarAccountState | null>;
+  simulateTransaction(transactionXdr: string): Promise<RawSimulateResponse>;
+  sendTransaction(transactionXdr: string): Promise<RawSendResponse>;
+  getTransaction(hash: string): Promise<RawGetTransactionResponse>;
+}
+
+export function accountLedgerKey(address: string): string {
+  if (!StrKey.isValidEd25519PublicKey(address)) throw new Error(`not a Stellar account address: ${address}`);
+  const accountId = xdr.PublicKey.publicKeyTypeEd25519(StrKey.decodeEd25519PublicKey(address));
+  return xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId })).toXDR('base64');
+}
+
+/** Wraps any JSON-RPC transport (anything with `request`) as a Stellar RPC client. */
+export function stellarRpcFrom(transport: JsonRpcClient): StellarRpc {
+  const call = <T>(method: string, params?: Record<string, unknown>) => transport.request<T>(method, params ?? {});
+  return {
+    getNetwork: () => call('getNetwork'),
+    getLatestLedger: () => call('getLatestLedger'),
+    getLedgerEntries: (keys) => call('getLedgerEntries', { keys }),
+    async getAccount(address) {
+      const res = await call<RawLedgerEntriesResponse>('getLedgerEntries', { keys: [accountLedgerKey(address)] });
+      const entry = res.entries?.[0];
+      if (!entry) return null;
+      const account = xdr.LedgerEntryData.fromXDR(entry.xdr, 'base64').account();
+      return { sequence: BigInt(account.seqNum().toString()), balance: BigInt(account.balance().toString()) };
+    },
+    simulateTransaction: (transaction) => call('simulateTransaction', { transaction }),
+    sendTransaction: (transaction) => call('sendTransaction', { transaction }),
+    getTransaction: (hash) => call('getTransaction', { hash }),
+  };
+}
+
+export function createStellarRpc(endpoints: RpcEndpoint[], opts?: JsonRpcClientOptions): StellarRpc {
+  return stellarRpcFrom(createJsonRpcClient(endpoints, opts));
+}

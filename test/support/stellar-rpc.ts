@@ -1,0 +1,449 @@
+// A local stand-in for Stellar RPC: enough of the JSON-RPC API, with enough of
+// the ledger rules (signatures, sequence numbers, fees, time bounds, native
+// payments), to run the relayer's Stellar path end to end without a network.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  Address,
+  FeeBumpTransaction,
+  hash as sha256,
+  Keypair,
+  SorobanDataBuilder,
+  StrKey,
+  Transaction,
+  TransactionBuilder,
+  xdr,
+} from '@stellar/stellar-sdk';
+
+export type StellarStubAccount = { address: string; balance: bigint; sequence: bigint };
+
+export type StellarRpcStub = {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  ledger(): { sequence: number; closeTime: number };
+  account(address: string): { balance: bigint; sequence: bigint } | undefined;
+  setAccount(address: string, state: { balance?: bigint; sequence?: bigint }): void;
+  /** Closes a ledger now: applies queued transactions. */
+  closeLedger(): void;
+  /** The next sendTransaction answers with this status instead of validating. */
+  nextSendStatus(status: 'TRY_AGAIN_LATER'): void;
+  /** Names of the methods called so far. */
+  calls: string[];
+};
+
+const BASE_FEE = 100n;
+const BASE_RESERVE = 10_000_000n; // 1 XLM: 2 x 0.5 XLM for an account without subentries
+const PROTOCOL_VERSION = 23;
+
+type Envelope = Transaction | FeeBumpTransaction;
+type Pending = { env: Envelope; hash: string; xdr: string };
+type Recorded = {
+  status: 'SUCCESS' | 'FAILED';
+  ledger: number;
+  createdAt: number;
+  applicationOrder: number;
+  feeBump: boolean;
+  envelopeXdr: string;
+  resultXdr: string;
+};
+
+class RpcFault extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const i64 = (n: bigint) => xdr.Int64.fromString(n.toString());
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+function txResult(fee: bigint, result: xdr.TransactionResultResult): xdr.TransactionResult {
+  return new xdr.TransactionResult({ feeCharged: i64(fee), result, ext: new xdr.TransactionResultExt(0) });
+}
+
+function innerFailed(innerHash: Buffer, fee: bigint, inner: xdr.InnerTransactionResultResult): xdr.TransactionResultResult {
+  return xdr.TransactionResultResult.txFeeBumpInnerFailed(
+    new xdr.InnerTransactionResultPair({
+      transactionHash: innerHash,
+      result: new xdr.InnerTransactionResult({ feeCharged: i64(fee), result: inner, ext: new xdr.InnerTransactionResultExt(0) }),
+    }),
+  );
+}
+
+function hasSignatureFrom(signatures: xdr.DecoratedSignature[], txHash: Buffer, address: string): boolean {
+  const kp = Keypair.fromPublicKey(address);
+  return signatures.some((s) => s.hint().equals(kp.signatureHint()) && kp.verify(txHash, s.signature()));
+}
+
+function resourceFeeOf(tx: Transaction): bigint {
+  const ext = tx.toEnvelope().v1().tx().ext();
+  return ext.switch() === 1 ? BigInt(ext.sorobanData().resourceFee().toString()) : 0n;
+}
+
+function baseAccount(address: string): string {
+  if (StrKey.isValidMed25519PublicKey(address)) {
+    return StrKey.encodeEd25519PublicKey(StrKey.decodeMed25519PublicKey(address).subarray(0, 32));
+  }
+  return address;
+}
+
+function amountToStroops(amount: string): bigint {
+  const [whole, frac = ''] = amount.split('.');
+  return BigInt(whole) * 10_000_000n + BigInt(frac.padEnd(7, '0'));
+}
+
+export async function startStellarRpc(opts: {
+  networkPassphrase: string;
+  accounts: StellarStubAccount[];
+  /** Ledger close interval; 0 disables the timer (close with closeLedger()). Default 200ms. */
+  ledgerIntervalMs?: number;
+}): Promise<StellarRpcStub> {
+  const { networkPassphrase } = opts;
+  const networkId = sha256(Buffer.from(networkPassphrase));
+  const accounts = new Map<string, { balance: bigint; sequence: bigint }>();
+  for (const a of opts.accounts) accounts.set(a.address, { balance: a.balance, sequence: a.sequence });
+  let ledgerSeq = 1000;
+  let closeTime = nowSeconds();
+  let queue: Pending[] = [];
+  const results = new Map<string, Recorded>();
+  let forcedStatus: 'TRY_AGAIN_LATER' | undefined;
+  const calls: string[] = [];
+
+  function innerOf(env: Envelope): Transaction {
+    return env instanceof FeeBumpTransaction ? env.innerTransaction : env;
+  }
+
+  function minFee(tx: Transaction, extraOps = 0): bigint {
+    return BASE_FEE * BigInt(tx.operations.length + extraOps) + resourceFeeOf(tx);
+  }
+
+  function pendingFrom(source: string): number {
+    return queue.filter((p) => innerOf(p.env).source === source).length;
+  }
+
+  // Returns null when valid, else the failed result arm (core's checkValid at submission).
+  function checkInner(tx: Transaction, at: number, queued: number): xdr.TransactionResultResult | null {
+    const R = xdr.TransactionResultResult;
+    const minTime = Number(tx.timeBounds?.minTime ?? 0);
+    const maxTime = Number(tx.timeBounds?.maxTime ?? 0);
+    if (minTime > at) return R.txTooEarly();
+    if (maxTime !== 0 && maxTime < at) return R.txTooLate();
+    if (tx.operations.length === 0) return R.txMissingOperation();
+    if (BigInt(tx.fee) < minFee(tx)) return R.txInsufficientFee();
+    const source = accounts.get(tx.source);
+    if (!source) return R.txNoAccount();
+    if (BigInt(tx.sequence) !== source.sequence + 1n + BigInt(queued)) return R.txBadSeq();
+    if (!hasSignatureFrom(tx.signatures, tx.hash(), tx.source)) return R.txBadAuth();
+    return null;
+  }
+
+  function validate(env: Envelope): xdr.TransactionResult | null {
+    const at = closeTime;
+    if (env instanceof FeeBumpTransaction) {
+      const inner = env.innerTransaction;
+      const fee = BigInt(env.fee);
+      if (fee < minFee(inner, 1)) return txResult(fee, xdr.TransactionResultResult.txInsufficientFee());
+      const payer = accounts.get(env.feeSource);
+      if (!payer) return txResult(fee, xdr.TransactionResultResult.txNoAccount());
+      if (!hasSignatureFrom(env.signatures, env.hash(), env.feeSource)) return txResult(fee, xdr.TransactionResultResult.txBadAuth());
+      if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
+      const innerArm = checkInner(inner, at, pendingFrom(inner.source));
+      if (innerArm) {
+        const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[
+          innerArm.switch().name
+        ]();
+        return txResult(fee, innerFailed(inner.hash(), 0n, asInner));
+      }
+      return null;
+    }
+    const fee = BigInt(env.fee);
+    const arm = checkInner(env, at, pendingFrom(env.source));
+    if (arm) return txResult(fee, arm);
+    const payer = accounts.get(env.source)!;
+    if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
+    return null;
+  }
+
+  // Applies operations to a copy of the balances; returns op results and whether all succeeded.
+  function applyOps(tx: Transaction): { ok: boolean; results: xdr.OperationResult[]; balances: Map<string, bigint> } {
+    const balances = new Map<string, bigint>();
+    const bal = (a: string) => balances.get(a) ?? accounts.get(a)?.balance;
+    const results: xdr.OperationResult[] = [];
+    let ok = true;
+    for (const op of tx.operations) {
+      if (op.type === 'payment') {
+        const from = baseAccount(op.source ?? tx.source);
+        const to = baseAccount(op.destination);
+        const amount = amountToStroops(op.amount);
+        let res: xdr.PaymentResult;
+        if (!op.asset.isNative()) res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
+        else if (bal(to) === undefined) res = xdr.PaymentResult.paymentNoDestination();
+        else if ((bal(from) ?? 0n) - amount < BASE_RESERVE) res = xdr.PaymentResult.paymentUnderfunded();
+        else {
+          balances.set(from, bal(from)! - amount);
+          balances.set(to, bal(to)! + amount);
+          res = xdr.PaymentResult.paymentSuccess();
+        }
+        if (res.switch().name !== 'paymentSuccess') ok = false;
+        results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.payment(res)));
+      } else if (op.type === 'invokeHostFunction') {
+        // Contracts are not executed: every invocation succeeds and returns void.
+        const success = xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(sha256(xdr.ScVal.scvVoid().toXDR()));
+        results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.invokeHostFunction(success)));
+      } else {
+        ok = false;
+        results.push(xdr.OperationResult.opNotSupported());
+      }
+    }
+    return { ok, results, balances };
+  }
+
+  function closeLedger(): void {
+    ledgerSeq += 1;
+    closeTime = Math.max(closeTime, nowSeconds());
+    const batch = queue;
+    queue = [];
+    let order = 0;
+    for (const p of batch) {
+      const inner = innerOf(p.env);
+      const source = accounts.get(inner.source);
+      const maxTime = Number(inner.timeBounds?.maxTime ?? 0);
+      // Like core, transactions that became invalid while queued are dropped, never recorded.
+      if (!source || BigInt(inner.sequence) !== source.sequence + 1n || (maxTime !== 0 && maxTime < closeTime)) continue;
+      const isBump = p.env instanceof FeeBumpTransaction;
+      const feeSource = isBump ? (p.env as FeeBumpTransaction).feeSource : inner.source;
+      const fee = minFee(inner, isBump ? 1 : 0);
+      accounts.get(feeSource)!.balance -= fee;
+      source.sequence = BigInt(inner.sequence);
+      const { ok, results: opResults, balances } = applyOps(inner);
+      if (ok) for (const [a, b] of balances) accounts.get(a)!.balance = b;
+      const R = xdr.TransactionResultResult;
+      const IR = xdr.InnerTransactionResultResult;
+      const result = isBump
+        ? ok
+          ? R.txFeeBumpInnerSuccess(
+              new xdr.InnerTransactionResultPair({
+                transactionHash: inner.hash(),
+                result: new xdr.InnerTransactionResult({ feeCharged: i64(0n), result: IR.txSuccess(opResults), ext: new xdr.InnerTransactionResultExt(0) }),
+              }),
+            )
+          : innerFailed(inner.hash(), 0n, IR.txFailed(opResults))
+        : ok
+          ? R.txSuccess(opResults)
+          : R.txFailed(opResults);
+      results.set(p.hash, {
+        status: ok ? 'SUCCESS' : 'FAILED',
+        ledger: ledgerSeq,
+        createdAt: closeTime,
+        applicationOrder: ++order,
+        feeBump: isBump,
+        envelopeXdr: p.xdr,
+        resultXdr: txResult(fee, result).toXDR('base64'),
+      });
+    }
+  }
+
+  function decode(envelope: unknown): Envelope {
+    if (typeof envelope !== 'string') throw new RpcFault(-32602, 'invalid parameters: transaction must be a base64 string');
+    try {
+      return TransactionBuilder.fromXDR(envelope, networkPassphrase);
+    } catch {
+      throw new RpcFault(-32602, 'invalid parameters: could not decode transaction envelope');
+    }
+  }
+
+  function ledgerInfo() {
+    return { latestLedger: ledgerSeq, latestLedgerCloseTime: String(closeTime) };
+  }
+
+  function sendTransaction(params: Record<string, unknown>) {
+    const env = decode(params.transaction);
+    const hash = env.hash().toString('hex');
+    if (forcedStatus) {
+      const status = forcedStatus;
+      forcedStatus = undefined;
+      return { status, hash, ...ledgerInfo() };
+    }
+    if (results.has(hash) || queue.some((p) => p.hash === hash)) return { status: 'DUPLICATE', hash, ...ledgerInfo() };
+    const error = validate(env);
+    if (error) return { status: 'ERROR', hash, errorResultXdr: error.toXDR('base64'), ...ledgerInfo() };
+    queue.push({ env, hash, xdr: params.transaction as string });
+    return { status: 'PENDING', hash, ...ledgerInfo() };
+  }
+
+  function getTransaction(params: Record<string, unknown>) {
+    const hash = params.hash;
+    if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/i.test(hash)) throw new RpcFault(-32602, 'invalid parameters: hash');
+    const base = { txHash: hash.toLowerCase(), ...ledgerInfo(), oldestLedger: 1000, oldestLedgerCloseTime: '0' };
+    const r = results.get(hash.toLowerCase());
+    if (!r) return { status: 'NOT_FOUND', ...base };
+    return {
+      ...base,
+      status: r.status,
+      ledger: r.ledger,
+      createdAt: String(r.createdAt),
+      applicationOrder: r.applicationOrder,
+      feeBump: r.feeBump,
+      envelopeXdr: r.envelopeXdr,
+      resultXdr: r.resultXdr,
+      resultMetaXdr: new xdr.TransactionMeta(0, []).toXDR('base64'),
+    };
+  }
+
+  function getLedgerEntries(params: Record<string, unknown>) {
+    const keys = params.keys;
+    if (!Array.isArray(keys)) throw new RpcFault(-32602, 'invalid parameters: keys');
+    const entries = [];
+    for (const key of keys) {
+      let lk: xdr.LedgerKey;
+      try {
+        lk = xdr.LedgerKey.fromXDR(String(key), 'base64');
+      } catch {
+        throw new RpcFault(-32602, 'invalid parameters: cannot decode ledger key');
+      }
+      if (lk.switch().name !== 'account') continue;
+      const accountId = lk.account().accountId();
+      const address = StrKey.encodeEd25519PublicKey(accountId.ed25519());
+      const state = accounts.get(address);
+      if (!state) continue;
+      const entry = new xdr.AccountEntry({
+        accountId,
+        balance: i64(state.balance),
+        seqNum: i64(state.sequence),
+        numSubEntries: 0,
+        inflationDest: null,
+        flags: 0,
+        homeDomain: '',
+        thresholds: Buffer.from([1, 0, 0, 0]),
+        signers: [],
+        ext: new xdr.AccountEntryExt(0),
+      });
+      entries.push({ key, xdr: xdr.LedgerEntryData.account(entry).toXDR('base64'), lastModifiedLedgerSeq: ledgerSeq });
+    }
+    return { entries, latestLedger: ledgerSeq };
+  }
+
+  // A plausible simulation: fixed resources and a fee that grows with the
+  // payload, the return value the host function would produce, and a
+  // source-account auth entry for contract creation.
+  function simulateTransaction(params: Record<string, unknown>) {
+    const env = decode(params.transaction);
+    const tx = innerOf(env);
+    const op = tx.operations[0];
+    if (tx.operations.length !== 1 || op.type !== 'invokeHostFunction') {
+      return { error: 'transaction must contain exactly one invokeHostFunction operation', latestLedger: ledgerSeq, events: [] };
+    }
+    const fn = op.func;
+    let retval = xdr.ScVal.scvVoid();
+    const auth: xdr.SorobanAuthorizationEntry[] = [];
+    const kind = fn.switch().name;
+    if (kind === 'hostFunctionTypeUploadContractWasm') {
+      retval = xdr.ScVal.scvBytes(sha256(fn.wasm()));
+    } else if (kind === 'hostFunctionTypeCreateContract' || kind === 'hostFunctionTypeCreateContractV2') {
+      const args = kind === 'hostFunctionTypeCreateContract' ? fn.createContract() : fn.createContractV2();
+      const preimage = xdr.HashIdPreimage.envelopeTypeContractId(
+        new xdr.HashIdPreimageContractId({ networkId, contractIdPreimage: args.contractIdPreimage() }),
+      );
+      retval = Address.contract(sha256(preimage.toXDR())).toScVal();
+      const authorized =
+        kind === 'hostFunctionTypeCreateContract'
+          ? xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeCreateContractHostFn(fn.createContract())
+          : xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeCreateContractV2HostFn(fn.createContractV2());
+      auth.push(
+        new xdr.SorobanAuthorizationEntry({
+          credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(),
+          rootInvocation: new xdr.SorobanAuthorizedInvocation({ function: authorized, subInvocations: [] }),
+        }),
+      );
+    }
+    const size = fn.toXDR().length;
+    const resourceFee = 20_000n + BigInt(size) * 10n;
+    const data = new SorobanDataBuilder().setResources(2_000_000, 2_000 + size, 1_000 + size).setResourceFee(resourceFee).build();
+    return {
+      transactionData: data.toXDR('base64'),
+      minResourceFee: resourceFee.toString(),
+      results: [{ auth: auth.map((a) => a.toXDR('base64')), xdr: retval.toXDR('base64') }],
+      events: [],
+      latestLedger: ledgerSeq,
+    };
+  }
+
+  function dispatch(method: string, params: Record<string, unknown>): unknown {
+    switch (method) {
+      case 'getHealth':
+        return { status: 'healthy', latestLedger: ledgerSeq, oldestLedger: 1000, ledgerRetentionWindow: 17280 };
+      case 'getNetwork':
+        return { passphrase: networkPassphrase, protocolVersion: PROTOCOL_VERSION };
+      case 'getLatestLedger':
+        return {
+          id: sha256(Buffer.from(String(ledgerSeq))).toString('hex'),
+          sequence: ledgerSeq,
+          protocolVersion: PROTOCOL_VERSION,
+          closeTime: String(closeTime),
+        };
+      case 'getLedgerEntries':
+        return getLedgerEntries(params);
+      case 'simulateTransaction':
+        return simulateTransaction(params);
+      case 'sendTransaction':
+        return sendTransaction(params);
+      case 'getTransaction':
+        return getTransaction(params);
+      default:
+        throw new RpcFault(-32601, `method not found: ${method}`);
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      let id: unknown = null;
+      let reply: object;
+      try {
+        const msg = JSON.parse(body);
+        id = msg.id ?? null;
+        calls.push(String(msg.method));
+        const params = msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params) ? msg.params : {};
+        reply = { jsonrpc: '2.0', id, result: dispatch(String(msg.method), params) };
+      } catch (err) {
+        const fault = err instanceof RpcFault ? err : new RpcFault(-32603, (err as Error).message);
+        reply = { jsonrpc: '2.0', id, error: { code: fault.code, message: fault.message } };
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(reply));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const interval = opts.ledgerIntervalMs ?? 200;
+  const timer = interval > 0 ? setInterval(closeLedger, interval) : undefined;
+  timer?.unref();
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    calls,
+    async stop() {
+      if (timer) clearInterval(timer);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    ledger: () => ({ sequence: ledgerSeq, closeTime }),
+    account(address) {
+      const a = accounts.get(address);
+      return a && { ...a };
+    },
+    setAccount(address, state) {
+      const a = accounts.get(address) ?? { balance: 0n, sequence: 0n };
+      accounts.set(address, { balance: state.balance ?? a.balance, sequence: state.sequence ?? a.sequence });
+    },
+    closeLedger,
+    nextSendStatus(status) {
+      forcedStatus = status;
+    },
+  };
+}
