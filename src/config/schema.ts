@@ -1,0 +1,83 @@
+import { z } from 'zod';
+
+// The config file format of OpenZeppelin Relayer, so a team moving from it keeps its file.
+
+export const secret = z.union([
+  z.object({ type: z.literal('plain'), value: z.string() }).strict(),
+  z.object({ type: z.literal('env'), value: z.string().min(1) }).strict(),
+]);
+export type Secret = z.infer<typeof secret>;
+
+export const rpcUrl = z.union([
+  z.string().url(),
+  z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict(),
+]);
+
+export const rpcConfig = z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
+
+const networkBase = {
+  network: z.string().min(1),
+  from: z.string().min(1).optional(),
+  rpc_urls: z.array(rpcUrl).optional(),
+  explorer_urls: z.array(z.string()).optional(),
+  average_blocktime_ms: z.number().int().positive().optional(),
+  is_testnet: z.boolean().optional(),
+  tags: z.array(z.string()).optional(),
+};
+
+export const networkEntry = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('evm'),
+    ...networkBase,
+    chain_id: z.number().int().positive().optional(),
+    required_confirmations: z.number().int().min(0).optional(),
+    features: z.array(z.string()).optional(),
+    symbol: z.string().optional(),
+  }).passthrough(),
+  z.object({ type: z.literal('solana'), ...networkBase }).passthrough(),
+  z.object({ type: z.literal('stellar'), ...networkBase, passphrase: z.string().min(1).optional() }).passthrough(),
+]);
+export type NetworkEntry = z.infer<typeof networkEntry>;
+
+export const signerEntry = z
+  .object({
+    id: z.string().min(1),
+    type: z.string().min(1),
+    config: z.object({ path: z.string().min(1), passphrase: secret }).passthrough().optional(),
+    path: z.string().min(1).optional(),
+    passphrase: secret.optional(),
+  })
+  .passthrough();
+
+export const notificationEntry = z
+  .object({
+    id: z.string().min(1),
+    type: z.literal('webhook').default('webhook'),
+    url: z.string().url(),
+    signing_key: secret.nullish(),
+  })
+  .passthrough();
+
+export const relayerEntry = z
+  .object({
+    id: z.string().min(1),
+    name: z.string().min(1),
+    network: z.string().min(1),
+    network_type: z.enum(['evm', 'solana', 'stellar']),
+    paused: z.boolean().default(false),
+    signer_id: z.string().min(1),
+    notification_id: z.string().min(1).nullish(),
+    policies: z.record(z.string(), z.unknown()).nullish(),
+    custom_rpc_urls: z.array(rpcUrl).nullish(),
+  })
+  .passthrough();
+
+export const configFile = z
+  .object({
+    relayers: z.array(z.unknown()).default([]),
+    signers: z.array(z.unknown()).default([]),
+    notifications: z.array(z.unknown()).default([]),
+    networks: z.union([z.string().min(1), z.array(z.unknown())]).default([]),
+    plugins: z.array(z.unknown()).optional(),
+  })
+  .passthrough();

@@ -1,0 +1,37 @@
+import { createLocalSigner, type Signer, type SignerKind } from '../signers/index.js';
+import { readKeystoreFile } from '../signers/keystore.js';
+import { ConfigError, type Config } from './load.js';
+
+/** Signers by `${signerId}:${kind}`: one keystore can serve relayers of several chain families. */
+export type SignerRegistry = Map<string, Signer>;
+export const signerKey = (signerId: string, kind: SignerKind) => `${signerId}:${kind}`;
+
+/** Decrypts every keystore a relayer uses; a wrong passphrase stops start-up naming the entry. */
+export async function loadSigners(config: Config): Promise<SignerRegistry> {
+  const problems: string[] = [];
+  const registry: SignerRegistry = new Map();
+  const secrets = new Map<string, Promise<Uint8Array | undefined>>();
+  for (const s of config.signers.values()) {
+    secrets.set(
+      s.id,
+      readKeystoreFile(s.keystorePath, s.passphrase).catch((e: Error) => {
+        problems.push(`${s.where}: cannot decrypt keystore ${s.keystorePath}: ${e.message}`);
+        return undefined;
+      }),
+    );
+  }
+  for (const r of config.relayers) {
+    const secret = await secrets.get(r.signerId);
+    if (!secret) continue;
+    const key = signerKey(r.signerId, r.networkType);
+    if (registry.has(key)) continue;
+    try {
+      registry.set(key, createLocalSigner(secret, r.networkType));
+    } catch (e) {
+      problems.push(`${r.where}.signer_id: signer "${r.signerId}" cannot sign for ${r.networkType}: ${(e as Error).message}`);
+    }
+  }
+  await Promise.all(secrets.values());
+  if (problems.length) throw new ConfigError(config.file, problems);
+  return registry;
+}

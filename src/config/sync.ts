@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type { Db } from '../db/client.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { ConfigError, type Config } from './load.js';
+import { signerKey, type SignerRegistry } from './signers.js';
+
+const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
+
+/**
+ * Writes the file's notifications and relayers into the database. An entry is written only when it
+ * differs from what was applied last time, so a restart with the same file changes nothing and
+ * changes made through the API survive it; an edited entry replaces the stored one.
+ */
+export async function syncConfig(prisma: Db, config: Config, signers: SignerRegistry): Promise<void> {
+  for (const n of config.notifications) {
+    const configDigest = digest(n);
+    const existing = await prisma.notification.findUnique({ where: { id: n.id }, select: { configDigest: true } });
+    if (existing?.configDigest === configDigest) continue;
+    const data = { url: n.url, type: n.type, signingKey: n.signingKey, configDigest };
+    await prisma.notification.upsert({ where: { id: n.id }, create: { id: n.id, ...data }, update: data });
+  }
+
+  const problems: string[] = [];
+  for (const r of config.relayers) {
+    const signer = signers.get(signerKey(r.signerId, r.networkType));
+    if (!signer) continue;
+    const { where, ...entry } = r;
+    const configDigest = digest({ ...entry, address: signer.address });
+    const existing = await prisma.relayer.findUnique({ where: { id: r.id }, select: { configDigest: true, address: true } });
+    if (existing?.configDigest === configDigest) continue;
+    if (r.notificationId && !(await prisma.notification.findUnique({ where: { id: r.notificationId }, select: { id: true } }))) {
+      problems.push(`${where}.notification_id: unknown notification "${r.notificationId}"`);
+      continue;
+    }
+    const data = {
+      name: r.name,
+      network: r.network,
+      networkType: r.networkType,
+      address: signer.address,
+      paused: r.paused,
+      signerId: r.signerId,
+      notificationId: r.notificationId,
+      policies: r.policies as Prisma.InputJsonObject,
+      customRpcUrls: r.customRpcUrls ? (r.customRpcUrls as unknown as Prisma.InputJsonArray) : Prisma.DbNull,
+      configDigest,
+    };
+    // A new signer means a new account: its nonce must be read from the chain again.
+    const resetNonce = existing && existing.address !== signer.address ? { nextNonce: null } : {};
+    await prisma.relayer.upsert({ where: { id: r.id }, create: { id: r.id, ...data }, update: { ...data, ...resetNonce } });
+  }
+  if (problems.length) throw new ConfigError(config.file, problems);
+}

@@ -1,0 +1,39 @@
+import type { Db } from './client.js';
+
+/**
+ * Claims up to `limit` due rows of a work table for `owner` until `leaseMs` from now. Rows are
+ * locked with FOR UPDATE SKIP LOCKED, so concurrent claimers (other instances) never get the same
+ * row; a row whose lease ran out (its worker died) is due again. `where` narrows the rows
+ * (trusted SQL written in this codebase, never user input).
+ */
+export async function claimDue(
+  prisma: Db,
+  table: 'transactions' | 'deliveries',
+  opts: { owner: string; limit: number; leaseMs: number; where: string },
+): Promise<string[]> {
+  const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
+    `UPDATE ${table} SET lease_owner = $1, lease_until = now() + ($2 || ' milliseconds')::interval
+     WHERE id IN (
+       SELECT id FROM ${table}
+       WHERE due_at <= now() AND (lease_until IS NULL OR lease_until < now()) AND (${opts.where})
+       ORDER BY due_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     )
+     RETURNING id`,
+    opts.owner,
+    String(opts.leaseMs),
+    opts.limit,
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Gives a claimed row back, due again at `dueAt` (null: no more work). */
+export async function release(prisma: Db, table: 'transactions' | 'deliveries', id: string, owner: string, dueAt: Date | null) {
+  await prisma.$executeRawUnsafe(
+    `UPDATE ${table} SET lease_owner = NULL, lease_until = NULL, due_at = $3 WHERE id = $1 AND lease_owner = $2`,
+    id,
+    owner,
+    dueAt,
+  );
+}

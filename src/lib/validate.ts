@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+export const U128_MAX = (1n << 128n) - 1n;
+export const INT64_MAX = (1n << 63n) - 1n;
+
+/** An integer given as a JSON number or bigint (never a string), within [0, max]. */
+export const nonNegativeInt = (max: bigint, label: string) =>
+  z
+    .union([z.number(), z.bigint()], { message: `must be an integer` })
+    .transform((v, ctx) => {
+      if (typeof v === 'number' && !Number.isInteger(v)) {
+        ctx.addIssue({ code: 'custom', message: 'must be an integer' });
+        return z.NEVER;
+      }
+      const n = BigInt(v);
+      if (n < 0n) {
+        ctx.addIssue({ code: 'custom', message: 'must be >= 0' });
+        return z.NEVER;
+      }
+      if (n > max) {
+        ctx.addIssue({ code: 'custom', message: `must fit in ${label}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+export const u128 = nonNegativeInt(U128_MAX, 'u128');
+export const int64 = nonNegativeInt(INT64_MAX, 'int64');
+
+export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
+export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
+
+/** "field: why" for every issue, the detail users see beside "Bad Request". */
+export function describeIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((i) => {
+      const path = [prefix, ...i.path.map(String)].filter(Boolean).join('.');
+      return path ? `${path}: ${i.message}` : i.message;
+    })
+    .join('; ');
+}

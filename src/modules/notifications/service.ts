@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { Prisma, type Notification } from '../../generated/prisma/client.js';
+import { badRequest, conflict, notificationNotFound } from '../../graphql/errors.js';
+import { describeIssues } from '../../lib/validate.js';
+import type { Runtime } from '../../runtime.js';
+import { paged, toPage } from '../shared/page.js';
+import { checkWebhookUrl } from './url.js';
+
+export async function getNotification(rt: Runtime, id: string): Promise<Notification> {
+  const n = await rt.prisma.notification.findUnique({ where: { id } });
+  if (!n) throw notificationNotFound();
+  return n;
+}
+
+export async function listNotifications(rt: Runtime, page?: number | null, perPage?: number | null) {
+  const p = toPage(page, perPage);
+  const [items, total] = await Promise.all([
+    rt.prisma.notification.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
+    rt.prisma.notification.count(),
+  ]);
+  return paged(p, items, total);
+}
+
+const id = z.string().min(1, 'must not be empty').max(128).regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
+const url = z.string().min(1, 'required').max(2048);
+const type = z.literal('webhook', { message: 'must be "webhook"' });
+
+const createInput = z.object({ id: id.nullish(), type: type.nullish(), url, signingKey: z.string().nullish() }).strict();
+const updateInput = z.object({ type: type.nullish(), url: url.nullish(), signingKey: z.string().nullish() }).strict();
+
+export type CreateNotificationInput = z.input<typeof createInput>;
+export type UpdateNotificationInput = z.input<typeof updateInput>;
+
+async function validUrl(rt: Runtime, value: string): Promise<string> {
+  const problem = await checkWebhookUrl(value, rt.env.webhook.blockPrivateTargets);
+  if (problem) throw badRequest(`url: ${problem}`);
+  return value;
+}
+
+export async function createNotification(rt: Runtime, input: CreateNotificationInput): Promise<Notification> {
+  const parsed = createInput.safeParse(input);
+  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  const i = parsed.data;
+  const data = {
+    id: i.id ?? crypto.randomUUID(),
+    type: 'webhook' as const,
+    url: await validUrl(rt, i.url),
+    signingKey: i.signingKey ? i.signingKey : null,
+  };
+  try {
+    return await rt.prisma.notification.create({ data });
+  } catch (e) {
+    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') {
+      throw conflict('Notification with this ID already exists', `id: "${data.id}" is taken`);
+    }
+    throw e;
+  }
+}
+
+/** signing_key: absent or null keeps the key, "" removes it, any other value replaces it. */
+export async function updateNotification(rt: Runtime, id: string, input: UpdateNotificationInput): Promise<Notification> {
+  await getNotification(rt, id);
+  const parsed = updateInput.safeParse(input);
+  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  const i = parsed.data;
+  const data: Prisma.NotificationUpdateInput = {};
+  if (i.url != null) data.url = await validUrl(rt, i.url);
+  if (i.signingKey != null) data.signingKey = i.signingKey === '' ? null : i.signingKey;
+  return rt.prisma.notification.update({ where: { id }, data });
+}
+
+/** Refused while a relayer uses the notification, so no relayer is left pointing nowhere. */
+export async function deleteNotification(rt: Runtime, id: string): Promise<Notification> {
+  const n = await getNotification(rt, id);
+  const users = await rt.prisma.relayer.findMany({ where: { notificationId: id }, select: { id: true }, take: 5 });
+  if (users.length) {
+    throw badRequest(`notification ${id} is used by relayer${users.length > 1 ? 's' : ''} ${users.map((u) => u.id).join(', ')}`);
+  }
+  await rt.prisma.notification.delete({ where: { id } });
+  return n;
+}

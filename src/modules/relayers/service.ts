@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { Prisma, type Relayer } from '../../generated/prisma/client.js';
+import { badRequest, relayerNotFound } from '../../graphql/errors.js';
+import { describeIssues } from '../../lib/validate.js';
+import type { Runtime } from '../../runtime.js';
+import { paged, toPage } from '../shared/page.js';
+import { parsePolicies, type NetworkType } from './policies.js';
+import { emitRelayerState } from '../notifications/events.js';
+
+export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
+  const relayer = await rt.prisma.relayer.findUnique({ where: { id } });
+  if (!relayer) throw relayerNotFound(id);
+  return relayer;
+}
+
+export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null) {
+  const p = toPage(page, perPage);
+  const [items, total] = await Promise.all([
+    rt.prisma.relayer.findMany({ orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
+    rt.prisma.relayer.count(),
+  ]);
+  return paged(p, items, total);
+}
+
+const rpcConfig = z
+  .object({
+    url: z.string().regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
+    weight: z.number().int().min(0).max(100).default(100),
+  })
+  .strict();
+
+const updateInput = z
+  .object({
+    name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
+    paused: z.boolean().optional(),
+    notificationId: z.string().min(1, 'must not be empty').nullish(),
+    customRpcUrls: z.array(rpcConfig).max(20).nullish(),
+    policies: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .strict();
+
+export type UpdateRelayerInput = z.input<typeof updateInput>;
+
+/** Applies every change or none: a field that fails validation leaves the relayer as it was. */
+export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelayerInput): Promise<Relayer> {
+  const relayer = await getRelayer(rt, id);
+  const parsed = updateInput.safeParse(input);
+  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  const i = parsed.data;
+  const data: Prisma.RelayerUpdateInput = {};
+  if (i.name) data.name = i.name;
+  if (i.paused !== undefined) data.paused = i.paused;
+  if (i.notificationId !== undefined) {
+    if (i.notificationId !== null) {
+      const exists = await rt.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
+      if (!exists) throw badRequest(`notification_id: notification "${i.notificationId}" does not exist`);
+      data.notification = { connect: { id: i.notificationId } };
+    } else {
+      data.notification = { disconnect: true };
+    }
+  }
+  if (i.customRpcUrls !== undefined) data.customRpcUrls = i.customRpcUrls ?? Prisma.DbNull;
+  if (i.policies !== undefined) {
+    // A policy object updates the fields it names; null clears every policy.
+    const merged = i.policies === null ? {} : { ...(relayer.policies as object), ...i.policies };
+    const result = parsePolicies(relayer.networkType as NetworkType, merged);
+    if (!result.ok) throw badRequest(describeIssues(result.error, 'policies'));
+    data.policies = result.value as Prisma.InputJsonValue;
+  }
+  const updated = await rt.prisma.$transaction(async (tx) => {
+    const row = await tx.relayer.update({ where: { id }, data });
+    if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
+    return row;
+  });
+  return updated;
+}

@@ -1,0 +1,29 @@
+import { badRequest } from '../../graphql/errors.js';
+
+export const DEFAULT_PER_PAGE = 10;
+export const MAX_PER_PAGE = 100;
+
+export interface Page {
+  currentPage: number;
+  perPage: number;
+  skip: number;
+}
+
+/** Pages start at 1; per_page defaults to 10 and is at most 100. */
+export function toPage(page?: number | null, perPage?: number | null): Page {
+  const p = page ?? 1;
+  const n = perPage ?? DEFAULT_PER_PAGE;
+  if (!Number.isInteger(p) || p < 1) throw badRequest('page: must be an integer >= 1');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PER_PAGE) throw badRequest(`per_page: must be an integer from 1 to ${MAX_PER_PAGE}`);
+  return { currentPage: p, perPage: n, skip: (p - 1) * n };
+}
+
+export interface Paged<T> {
+  items: T[];
+  pagination: { currentPage: number; perPage: number; totalItems: number };
+}
+
+export const paged = <T>(page: Page, items: T[], totalItems: number): Paged<T> => ({
+  items,
+  pagination: { currentPage: page.currentPage, perPage: page.perPage, totalItems },
+});

@@ -1,0 +1,35 @@
+import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Runtime } from '../../runtime.js';
+import type { NetworkType } from '../relayers/policies.js';
+import type { ShapeOf } from './shapes.js';
+
+/** What a chain family decides when it accepts a request: the row to write. */
+export interface Accepted {
+  data: Omit<Prisma.TransactionUncheckedCreateInput, 'relayerId' | 'networkType' | 'nonce' | 'request'> & { validUntil: Date };
+  /** The normalised request the pipeline will build from (JSON-safe). */
+  request: Prisma.InputJsonValue;
+  /** Whether the transaction takes the relayer's next nonce / sequence number. */
+  takesNonce: boolean;
+}
+
+/** The chain-specific half of the pipeline; one per network type, registered at start-up. */
+export interface ChainFamily<T extends NetworkType = NetworkType> {
+  /** Policy and chain checks of a request; throws a Bad Request naming the rule broken. */
+  accept(rt: Runtime, relayer: Relayer, request: ShapeOf<T>): Promise<Accepted>;
+  /** The next nonce / sequence number the chain expects from the relayer. */
+  chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint>;
+  /** Advances one transaction by one step (price, sign, submit, check, resubmit, ...). */
+  process(rt: Runtime, tx: Transaction): Promise<void>;
+  /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
+  checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
+}
+
+const families = new Map<NetworkType, ChainFamily>();
+
+export function registerFamily<T extends NetworkType>(type: T, family: ChainFamily<T>) {
+  families.set(type, family as unknown as ChainFamily);
+}
+
+export function familyOf(type: NetworkType): ChainFamily | undefined {
+  return families.get(type);
+}

@@ -1,0 +1,141 @@
+import { builder, pageArgs, PaginationRef } from '../../graphql/builder.js';
+import { RATE_LIMITED } from '../../graphql/rate-limit.js';
+import { Relayer } from '../relayers/schema.js';
+import { badRequest } from '../../graphql/errors.js';
+import { getRelayer } from '../relayers/service.js';
+import { publicState } from './record.js';
+import { getTransaction, listTransactions, sendTransaction } from './service.js';
+
+export const TransactionStatusEnum = builder.enumType('TransactionStatus', {
+  values: ['pending', 'sent', 'submitted', 'mined', 'confirmed', 'failed', 'expired', 'canceled'] as const,
+});
+export const SpeedEnum = builder.enumType('Speed', { values: ['fastest', 'fast', 'average', 'safeLow'] as const });
+
+export const Transaction = builder.prismaObject('Transaction', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    relayerId: t.exposeString('relayerId'),
+    relayer: t.relation('relayer'),
+    networkType: t.exposeString('networkType'),
+    status: t.field({ type: TransactionStatusEnum, resolve: (tx) => tx.status }),
+    statusReason: t.exposeString('statusReason', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    sentAt: t.expose('sentAt', { type: 'DateTime', nullable: true }),
+    confirmedAt: t.expose('confirmedAt', { type: 'DateTime', nullable: true }),
+    validUntil: t.expose('validUntil', { type: 'DateTime', nullable: true }),
+    hash: t.exposeString('hash', { nullable: true }),
+    hashes: t.exposeStringList('hashes', { description: 'Every hash broadcast for this transaction, oldest first.' }),
+    from: t.exposeString('from'),
+    to: t.exposeString('to', { nullable: true }),
+    value: t.expose('value', { type: 'BigInt' }),
+    data: t.exposeString('data', { nullable: true }),
+    nonce: t.expose('nonce', { type: 'Long', nullable: true }),
+    gasLimit: t.expose('gasLimit', { type: 'Long', nullable: true }),
+    gasPrice: t.expose('gasPrice', { type: 'BigInt', nullable: true }),
+    maxFeePerGas: t.expose('maxFeePerGas', { type: 'BigInt', nullable: true }),
+    maxPriorityFeePerGas: t.expose('maxPriorityFeePerGas', { type: 'BigInt', nullable: true }),
+    speed: t.field({ type: SpeedEnum, nullable: true, resolve: (tx) => tx.speed }),
+    signature: t.expose('signature', { type: 'JSON', nullable: true }),
+    networkData: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'Chain-specific details of Solana and Stellar transactions.',
+      resolve: (tx) => publicState(tx),
+    }),
+  }),
+});
+
+export const TransactionPage = builder.objectRef<{ items: object[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>('TransactionPage');
+TransactionPage.implement({
+  fields: (t) => ({
+    items: t.field({ type: [Transaction], resolve: (p) => p.items as never }),
+    pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+  }),
+});
+
+builder.prismaObjectField(Relayer, 'transactions', (t) =>
+  t.field({
+    type: TransactionPage,
+    directives: RATE_LIMITED,
+    args: { ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
+    resolve: (r, a, ctx) => listTransactions(ctx.rt, r.id, a),
+  }),
+);
+
+const MemoInput = builder.inputType('MemoInput', {
+  fields: (t) => ({
+    type: t.string({ required: true, description: 'none, text, id, hash or return' }),
+    value: t.field({ type: 'JSON', required: false }),
+  }),
+});
+
+const SendTransactionInput = builder.inputType('SendTransactionInput', {
+  description:
+    'One input for the three request shapes: EVM relayers take value/to/data/gas fields, Solana relayers `transaction`, Stellar relayers network/operations/transactionXdr/... Fields of another shape are refused.',
+  fields: (t) => ({
+    value: t.field({ type: 'BigInt', required: false, description: 'EVM: wei to send (u128), required.' }),
+    to: t.string({ required: false }),
+    data: t.string({ required: false }),
+    gasLimit: t.field({ type: 'Long', required: false }),
+    gasPrice: t.field({ type: 'BigInt', required: false }),
+    maxFeePerGas: t.field({ type: 'BigInt', required: false }),
+    maxPriorityFeePerGas: t.field({ type: 'BigInt', required: false }),
+    speed: t.field({ type: SpeedEnum, required: false }),
+    validUntil: t.string({ required: false, description: 'RFC 3339; default 8 hours from now.' }),
+    transaction: t.string({ required: false, description: 'Solana: base64 serialized transaction.' }),
+    network: t.string({ required: false }),
+    operations: t.field({ type: ['JSON'], required: false }),
+    transactionXdr: t.string({ required: false }),
+    sourceAccount: t.string({ required: false }),
+    memo: t.field({ type: MemoInput, required: false }),
+    feeBump: t.boolean({ required: false }),
+    maxFee: t.field({ type: 'Long', required: false }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  relayerTransactions: t.field({
+    type: TransactionPage,
+    directives: RATE_LIMITED,
+    args: { relayerId: t.arg.id({ required: true }), ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
+    resolve: (_, a, ctx) => listTransactions(ctx.rt, String(a.relayerId), a),
+  }),
+  transaction: t.prismaField({
+    type: 'Transaction',
+    args: { id: t.arg.id({ required: true }), relayerId: t.arg.id({ required: false }) },
+    resolve: (_q, _, a, ctx) => getTransaction(ctx.rt, String(a.id), a.relayerId ? String(a.relayerId) : null),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  sendTransaction: t.prismaField({
+    type: 'Transaction',
+    directives: RATE_LIMITED,
+    args: {
+      relayerId: t.arg.id({ required: true }),
+      input: t.arg({ type: SendTransactionInput, required: true }),
+      idempotencyKey: t.arg.string({ required: false, description: 'Same key and body return the first transaction; another body is a conflict.' }),
+    },
+    resolve: (_q, _, a, ctx) => sendTransaction(ctx.rt, String(a.relayerId), a.input as Record<string, unknown>, a.idempotencyKey),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  transactionUpdated: t.field({
+    type: Transaction,
+    description: 'Every status change of one transaction, or of all transactions of a relayer.',
+    args: { transactionId: t.arg.id({ required: false }), relayerId: t.arg.id({ required: false }) },
+    subscribe: async (_, a, ctx) => {
+      if (a.transactionId) {
+        await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);
+        return ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId));
+      }
+      if (a.relayerId) {
+        await getRelayer(ctx.rt, String(a.relayerId));
+        return ctx.rt.pubsub.subscribe('transaction:relayer', String(a.relayerId));
+      }
+      throw badRequest('give transactionId or relayerId');
+    },
+    resolve: (tx) => tx,
+  }),
+}));

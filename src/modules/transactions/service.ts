@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto';
+import { Prisma, type Transaction, type TransactionStatus } from '../../generated/prisma/client.js';
+import { badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
+import type { Runtime } from '../../runtime.js';
+import { emitTransactionUpdate } from '../notifications/events.js';
+import type { NetworkType } from '../relayers/policies.js';
+import { getRelayer } from '../relayers/service.js';
+import { paged, toPage } from '../shared/page.js';
+import { familyOf } from './family.js';
+import { parseShape } from './shapes.js';
+import { publishTransaction } from './store.js';
+
+export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
+
+export async function listTransactions(rt: Runtime, relayerId: string, opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null }) {
+  const p = toPage(opts.page, opts.perPage);
+  const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
+  const [relayer, items, total] = await Promise.all([
+    rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } }),
+    rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }),
+    rt.prisma.transaction.count({ where }),
+  ]);
+  if (!relayer) await getRelayer(rt, relayerId);
+  return paged(p, items, total);
+}
+
+export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
+  const tx = await rt.prisma.transaction.findUnique({ where: { id } }).catch(() => null);
+  if (!tx || (relayerId && tx.relayerId !== relayerId)) {
+    if (relayerId) await getRelayer(rt, relayerId);
+    throw transactionNotFound(id);
+  }
+  return tx;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** A stable digest of what the client sent, to tell a retry from a different request. */
+function requestDigest(input: Record<string, unknown>): string {
+  const canonical = (v: unknown): unknown =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : v instanceof Date
+        ? v.toISOString()
+        : Array.isArray(v)
+          ? v.map(canonical)
+          : v && typeof v === 'object'
+            ? Object.fromEntries(Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+            : v;
+  return createHash('sha256').update(JSON.stringify(canonical(input))).digest('hex');
+}
+
+async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {
+  const existing = await rt.prisma.transaction.findUnique({ where: { relayerId_idempotencyKey: { relayerId, idempotencyKey: key } } });
+  if (!existing) return null;
+  if (existing.requestDigest !== digest) {
+    throw conflict('Conflict', `Idempotency-Key "${key}" was already used with a different request`);
+  }
+  return existing;
+}
+
+/**
+ * Accepts a transaction: validates it for the relayer's chain family, allocates its nonce in the
+ * same database transaction that writes the row, and queues its first webhook event.
+ */
+export async function sendTransaction(rt: Runtime, relayerId: string, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction> {
+  const relayer = await getRelayer(rt, relayerId);
+  if (idempotencyKey != null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
+  }
+  const type = relayer.networkType as NetworkType;
+  const request = parseShape(type, input);
+  const digest = requestDigest(input);
+  if (idempotencyKey) {
+    const previous = await replay(rt, relayerId, idempotencyKey, digest);
+    if (previous) return previous;
+  }
+  if (relayer.paused) throw badRequest(`relayer ${relayerId} is paused`);
+  if (relayer.systemDisabled) {
+    const reason = relayer.disabledReason as { type?: string; details?: string } | null;
+    throw badRequest(`relayer ${relayerId} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
+  }
+  const family = familyOf(type);
+  if (!family) throw badRequest(`${type} relayers cannot send transactions on this service`);
+  const accepted = await family.accept(rt, relayer, request as never);
+
+  const insert = () =>
+    rt.prisma.$transaction(async (db) => {
+      let nonce: bigint | null = null;
+      if (accepted.takesNonce) {
+        const rows = await db.$queryRaw<{ nonce: bigint }[]>`
+          UPDATE relayers SET next_nonce = next_nonce + 1
+          WHERE id = ${relayerId} AND next_nonce IS NOT NULL
+          RETURNING next_nonce - 1 AS nonce`;
+        if (rows.length === 0) return null;
+        nonce = BigInt(rows[0].nonce);
+      }
+      const tx = await db.transaction.create({
+        data: {
+          ...accepted.data,
+          relayerId,
+          networkType: type,
+          nonce,
+          request: accepted.request,
+          idempotencyKey: idempotencyKey ?? null,
+          requestDigest: digest,
+        },
+      });
+      await emitTransactionUpdate(db, relayer, tx);
+      return tx;
+    });
+
+  let tx: Transaction | null;
+  try {
+    tx = await insert();
+    if (!tx) {
+      // First transaction since start-up or a signer change: take the nonce from the chain.
+      const next = await family.chainNonce(rt, relayer);
+      await rt.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
+      tx = await insert();
+      if (!tx) throw new Error(`nonce of relayer ${relayerId} could not be initialised`);
+    }
+  } catch (e) {
+    if (idempotencyKey && e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') {
+      const previous = await replay(rt, relayerId, idempotencyKey, digest);
+      if (previous) return previous;
+    }
+    throw e;
+  }
+  publishTransaction(rt, tx);
+  rt.wake();
+  return tx;
+}

@@ -1,0 +1,34 @@
+import type { PubSub } from 'graphql-yoga';
+import type { Config, Network } from './config/load.js';
+import { networkKey } from './config/load.js';
+import type { SignerRegistry } from './config/signers.js';
+import type { Database, Db } from './db/client.js';
+import type { Env } from './env.js';
+import type { Transaction } from './generated/prisma/client.js';
+import type { Bucket } from './graphql/rate-limit.js';
+import type { Logger } from './log.js';
+
+/** Live events carry the transaction row as it was at the change, so subscribers see every step. */
+export type Topics = {
+  'transaction:relayer': [relayerId: string, tx: Transaction];
+  'transaction:id': [transactionId: string, tx: Transaction];
+};
+
+/** Everything a request or a worker needs, built once at start-up. */
+export interface Runtime {
+  env: Env;
+  log: Logger;
+  db: Database;
+  prisma: Db;
+  config: Config;
+  signers: SignerRegistry;
+  pubsub: PubSub<Topics>;
+  instanceId: string;
+  rateLimit: Bucket;
+  /** Tells the workers that new work is due now rather than at their next poll. */
+  wake(): void;
+}
+
+export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {
+  return rt.config.networks.get(networkKey(type, name));
+}

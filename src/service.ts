@@ -1,0 +1,84 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createPubSub } from 'graphql-yoga';
+import { createApp, type App } from './app.js';
+import { loadConfig } from './config/load.js';
+import { loadSigners } from './config/signers.js';
+import { syncConfig } from './config/sync.js';
+import { openDatabase } from './db/client.js';
+import { startDevnet } from './devnet.js';
+import type { Env } from './env.js';
+import { createLogger, type Logger } from './log.js';
+import { memoryBucket } from './graphql/rate-limit.js';
+import type { Runtime, Topics } from './runtime.js';
+import { startWorkers } from './workers.js';
+
+export interface Service {
+  rt: Runtime;
+  app: App;
+  apiKey: string;
+  stop(): Promise<void>;
+}
+
+export class StartupError extends Error {}
+
+/** The API key: API_KEY, else (embedded default only) one generated once and kept under DATA_DIR. */
+async function resolveApiKey(env: Env, log: Logger): Promise<string> {
+  if (env.apiKey) return env.apiKey;
+  if (env.databaseUrl) throw new StartupError('API_KEY is required when DATABASE_URL is set (at least 32 characters)');
+  const file = path.join(env.dataDir, 'api-key');
+  const existing = await readFile(file, 'utf8').catch(() => '');
+  if (existing.trim().length >= 32) return existing.trim();
+  const key = randomBytes(32).toString('base64url');
+  await mkdir(env.dataDir, { recursive: true });
+  await writeFile(file, key + '\n', { mode: 0o600 });
+  // Printed once, on stdout rather than through the logger, which redacts keys.
+  process.stdout.write(`\nNo API_KEY set: generated one and saved it to ${file}\n  API key: ${key}\n\n`);
+  log.info({ file }, 'generated an API key');
+  return key;
+}
+
+export async function startService(env: Env, opts: { log?: Logger; workers?: boolean } = {}): Promise<Service> {
+  const log = opts.log ?? createLogger(env.logLevel);
+  const apiKey = await resolveApiKey(env, log);
+  const config = await loadConfig(env.configPath);
+  const signers = await loadSigners(config);
+  const devnet = env.devnet ? await startDevnet(config, env.devnetPort, log) : undefined;
+  const db = await openDatabase({ databaseUrl: env.databaseUrl, dataDir: env.dataDir }).catch(async (e) => {
+    await devnet?.stop();
+    throw e;
+  });
+  try {
+    await syncConfig(db.prisma, config, signers);
+  } catch (e) {
+    await db.close();
+    await devnet?.stop();
+    throw e;
+  }
+  const rt: Runtime = {
+    env,
+    log,
+    db,
+    prisma: db.prisma,
+    config,
+    signers,
+    pubsub: createPubSub<Topics>(),
+    instanceId: env.instanceId ?? randomUUID(),
+    rateLimit: memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+    wake: () => {},
+  };
+  const workers = opts.workers === false ? undefined : startWorkers(rt);
+  const app = createApp(rt, apiKey);
+  log.info({ database: db.kind, relayers: config.relayers.length, instance: rt.instanceId }, 'relayer service ready');
+  return {
+    rt,
+    app,
+    apiKey,
+    async stop() {
+      await workers?.stop();
+      await db.close();
+      await devnet?.stop();
+    },
+  };
+}
