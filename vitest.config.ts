@@ -1,6 +1,9 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // One copy of graphql for ESM and CJS importers alike (it checks instances across modules).
+  resolve: { alias: { graphql: createRequire(import.meta.url).resolve('graphql') } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
