@@ -1,0 +1,12 @@
+export { SolanaRequestError } from './errors.js';
+export { createSolanaRpc, solanaRpcFrom, type SolanaRpc, type SignatureStatus, type Commitment, type RpcEndpoint } from './rpc.js';
+export { decodeSolanaTx, usesDurableNonce, MAX_TRANSACTION_SIZE, type DecodedSolanaTx, type SolanaMessage } from './transaction.js';
+export {
+  prepareSolanaTx,
+  type PreparedSolanaTx,
+  type SolanaPrepareContext,
+  type SolanaSignerLike,
+  type SolanaTransactionRequest,
+} from './prepare.js';
+export { checkSolanaTx, submitSolanaTx, type SolanaTxStatus, type SolanaSubmitOutcome } from './status.js';
+export { solanaPolicySchema, checkSolanaPolicy, type SolanaPolicy } from './policy.js';
