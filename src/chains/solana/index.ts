@@ -1,5 +1,14 @@
 export { SolanaRequestError } from './errors.js';
-export { createSolanaRpc, solanaRpcFrom, type SolanaRpc, type SignatureStatus, type Commitment, type RpcEndpoint } from './rpc.js';
+export {
+  createSolanaRpc,
+  solanaRpcFrom,
+  JsonRpcError,
+  RpcUnavailableError,
+  type SolanaRpc,
+  type SignatureStatus,
+  type Commitment,
+  type RpcEndpoint,
+} from './rpc.js';
 export { decodeSolanaTx, usesDurableNonce, MAX_TRANSACTION_SIZE, type DecodedSolanaTx, type SolanaMessage } from './transaction.js';
 export {
   prepareSolanaTx,
