@@ -42,7 +42,7 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir?: strin
     kind: 'pglite',
     close: async () => {
       await prisma.$disconnect();
-      await pglite.close();
+      if (!pglite.closed) await pglite.close();
     },
   };
 }

@@ -56,6 +56,8 @@ export interface TestService extends Service {
   request(method: string, urlPath: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
   /** A GraphQL operation; returns the parsed JSON response. */
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: any[] }>;
+  /** Stops this service (not its chain, folder or database) and starts a new one on the same state. */
+  restart(env?: Record<string, string>): Promise<TestService>;
 }
 
 /**
@@ -78,7 +80,7 @@ export async function startTestService(
   const configPath = path.join(dir, 'config.json');
   const config = (opts.config ?? ((c) => evmConfig(c.rpcUrl)))({ rpcUrl: anvil?.url ?? 'http://127.0.0.1:1' });
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  const env = parseEnv({
+  const envVars: Record<string, string> = {
     API_KEY,
     CONFIG_PATH: configPath,
     DATA_DIR: dir,
@@ -86,38 +88,47 @@ export async function startTestService(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...opts.env,
-  });
-  let service: Service;
-  try {
-    service = await startService(env, { log: createLogger(env.logLevel), workers: opts.workers });
-  } catch (e) {
+  };
+  const env = parseEnv(envVars);
+  const cleanup = async () => {
     await anvil?.stop();
     await database?.drop();
     await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    return await wrap(await startService(env, { log: createLogger(env.logLevel), workers: opts.workers }));
+  } catch (e) {
+    await cleanup();
     throw e;
   }
-  const request = (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) =>
+
+  function wrap(service: Service): TestService {
+    const request = (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) =>
     service.app.fetch(
       new Request(`http://relayer.test${urlPath}`, {
         method,
-        headers: { authorization: `Bearer ${API_KEY}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        headers: { authorization: `Bearer ${service.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       }),
     );
-  return {
-    ...service,
-    dir,
-    anvil,
-    request,
-    async gql(query, variables) {
-      const res = await request('POST', '/graphql', { query, variables });
-      return res.json();
-    },
-    async stop() {
-      await service.stop();
-      await anvil?.stop();
-      await database?.drop();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+    return {
+      ...service,
+      dir,
+      anvil,
+      request,
+      async gql(query, variables) {
+        const res = await request('POST', '/graphql', { query, variables });
+        return res.json();
+      },
+      async restart(overrides = {}) {
+        await service.stop();
+        const next = parseEnv({ ...envVars, ...overrides });
+        return wrap(await startService(next, { log: createLogger(next.logLevel), workers: opts.workers }));
+      },
+      async stop() {
+        await service.stop();
+        await cleanup();
+      },
+    };
+  }
 }
