@@ -33,6 +33,8 @@ export function createApp(rt: Runtime, apiKey: string): App {
         if (original instanceof AppError) return original;
         if (error instanceof GraphQLError && !error.originalError) return error;
         if (error instanceof GraphQLError && (error.originalError as GraphQLError | undefined)?.extensions?.code === 'BAD_REQUEST') return error;
+        // A variable a built-in scalar refuses (no path: not from a resolver) is the caller's mistake.
+        if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) return error;
         rt.log.error({ err: original }, 'unexpected error in a resolver');
         return internal();
       },

@@ -30,11 +30,16 @@ export const int64 = nonNegativeInt(INT64_MAX, 'int64');
 export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
 
-/** "field: why" for every issue, the detail users see beside "Bad Request". */
+const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * "field: why" for every issue, the detail users see beside "Bad Request". Fields are named as the
+ * REST spec and the config file name them (snake_case), list items as [i].
+ */
 export function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
     .map((i) => {
-      const path = [prefix, ...i.path.map(String)].filter(Boolean).join('.');
+      const path = i.path.reduce<string>((p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : p ? `${p}.${snake(String(seg))}` : snake(String(seg))), prefix);
       return path ? `${path}: ${i.message}` : i.message;
     })
     .join('; ');

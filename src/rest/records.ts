@@ -1,0 +1,181 @@
+import type {
+  RestNotificationFragment,
+  RestPaginationFragment,
+  RestRelayerFragment,
+  RestTransactionFragment,
+} from '../generated/graphql.js';
+
+// The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
+// field comes from and its JSON Schema. The adapter maps with these and the OpenAPI document
+// describes them, so the two cannot disagree.
+
+export type JsonSchema = Record<string, unknown>;
+
+interface Out<T> {
+  from: keyof T & string;
+  schema: JsonSchema;
+}
+type Shape<T> = Record<string, Out<T>>;
+
+const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as string, 'null'] });
+const str: JsonSchema = { type: 'string' };
+const time: JsonSchema = { type: 'string', format: 'date-time' };
+const amount: JsonSchema = { type: 'string', pattern: '^[0-9]+$', description: 'A u128 amount as a decimal string.' };
+const int: JsonSchema = { type: 'integer' };
+const bool: JsonSchema = { type: 'boolean' };
+const obj: JsonSchema = { type: 'object' };
+const enumRef = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const nullableRef = (name: string): JsonSchema => ({ oneOf: [enumRef(name), { type: 'null' }] });
+
+type Tx = RestTransactionFragment;
+
+const txCommon: Shape<Tx> = {
+  id: { from: 'id', schema: str },
+  relayer_id: { from: 'relayerId', schema: str },
+  status: { from: 'status', schema: enumRef('TransactionStatus') },
+  status_reason: { from: 'statusReason', schema: nullable(str) },
+  created_at: { from: 'createdAt', schema: time },
+  sent_at: { from: 'sentAt', schema: nullable(time) },
+  confirmed_at: { from: 'confirmedAt', schema: nullable(time) },
+  valid_until: { from: 'validUntil', schema: nullable(time) },
+  hash: { from: 'hash', schema: nullable(str) },
+};
+
+const txEvm: Shape<Tx> = {
+  from: { from: 'from', schema: str },
+  to: { from: 'to', schema: nullable(str) },
+  value: { from: 'value', schema: amount },
+  data: { from: 'data', schema: nullable(str) },
+  nonce: { from: 'nonce', schema: nullable(int) },
+  gas_limit: { from: 'gasLimit', schema: nullable(int) },
+  gas_price: { from: 'gasPrice', schema: nullable(amount) },
+  max_fee_per_gas: { from: 'maxFeePerGas', schema: nullable(amount) },
+  max_priority_fee_per_gas: { from: 'maxPriorityFeePerGas', schema: nullable(amount) },
+  speed: { from: 'speed', schema: nullableRef('Speed') },
+  signature: { from: 'signature', schema: nullable(obj) },
+};
+
+const txOther: Shape<Tx> = {
+  network_type: { from: 'networkType', schema: str },
+  from: { from: 'from', schema: str },
+};
+
+function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
+  for (const key in shape) out[key] = src[shape[key].from] ?? null;
+  return out;
+}
+
+/**
+ * The transaction record (spec 2.2), equal to what webhooks carry (modules/transactions/record.ts):
+ * EVM transactions have the EVM fields; Solana and Stellar ones their network type and the
+ * chain-specific fields the pipeline publishes.
+ */
+export function transactionRecord(tx: Tx): Record<string, unknown> {
+  const out = pick(txCommon, tx, {});
+  if (tx.networkType === 'evm') return pick(txEvm, tx, out);
+  pick(txOther, tx, out);
+  return tx.networkData && typeof tx.networkData === 'object' ? Object.assign(out, tx.networkData) : out;
+}
+
+type Rl = RestRelayerFragment;
+
+const relayerShape: Shape<Rl> = {
+  id: { from: 'id', schema: str },
+  name: { from: 'name', schema: str },
+  network: { from: 'network', schema: str },
+  network_type: { from: 'networkType', schema: enumRef('NetworkType') },
+  address: { from: 'address', schema: str },
+  paused: { from: 'paused', schema: bool },
+  system_disabled: { from: 'systemDisabled', schema: bool },
+  disabled_reason: {
+    from: 'disabledReason',
+    schema: { type: ['object', 'null'], properties: { type: { type: 'string', examples: ['NonceSyncFailed'] }, details: str } },
+  },
+  signer_id: { from: 'signerId', schema: str },
+  notification_id: { from: 'notificationId', schema: nullable(str) },
+  custom_rpc_urls: { from: 'customRpcUrls', schema: { type: ['array', 'null'], items: enumRef('RpcConfig') } },
+  policies: { from: 'policies', schema: { $ref: '#/components/schemas/RelayerPolicies' } },
+};
+
+/**
+ * Policy fields the spec types as integers (2.3). EVM amounts are stored as decimal strings so
+ * that no digit is lost; on the REST surface they are JSON numbers again.
+ */
+const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = { evm: ['gas_price_cap', 'min_balance'] };
+
+function jsonInteger(v: unknown): unknown {
+  if (typeof v !== 'string' || !/^\d+$/.test(v)) return v;
+  const n = BigInt(v);
+  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+}
+
+export function relayerRecord(r: Rl): Record<string, unknown> {
+  const out = pick(relayerShape, r, {});
+  const ints = INTEGER_POLICY_FIELDS[r.networkType];
+  if (ints && r.policies && typeof r.policies === 'object') {
+    const p = { ...(r.policies as Record<string, unknown>) };
+    for (const k of ints) if (k in p) p[k] = jsonInteger(p[k]);
+    out.policies = p;
+  }
+  return out;
+}
+
+const notificationShape: Shape<RestNotificationFragment> = {
+  id: { from: 'id', schema: str },
+  type: { from: 'type', schema: enumRef('NotificationType') },
+  url: { from: 'url', schema: str },
+  has_signing_key: { from: 'hasSigningKey', schema: bool },
+};
+
+export const notificationRecord = (n: RestNotificationFragment) => pick(notificationShape, n, {});
+
+export const paginationRecord = (p: RestPaginationFragment) => ({ current_page: p.currentPage, per_page: p.perPage, total_items: p.totalItems });
+
+const properties = <T>(...shapes: Shape<T>[]) =>
+  Object.fromEntries(shapes.flatMap((s) => Object.entries(s).map(([k, o]) => [k, o.schema])));
+
+/** JSON Schemas of the records, for the OpenAPI document's components. */
+export const recordSchemas: Record<string, JsonSchema> = {
+  Transaction: {
+    type: 'object',
+    description:
+      'A transaction (spec 2.2). EVM transactions carry the EVM fields; Solana and Stellar transactions carry `network_type` and their chain-specific fields instead.',
+    properties: properties(txCommon, txEvm, txOther),
+    required: Object.keys(txCommon).concat('from'),
+    additionalProperties: true,
+  },
+  Relayer: {
+    type: 'object',
+    description: 'A relayer (spec 2.3).',
+    properties: properties(relayerShape),
+    required: Object.keys(relayerShape),
+  },
+  Notification: {
+    type: 'object',
+    description: 'A webhook notification configuration (spec 2.4); the signing key itself is never returned.',
+    properties: properties(notificationShape),
+    required: Object.keys(notificationShape),
+  },
+  RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
+  EvmPolicy: {
+    type: 'object',
+    properties: {
+      eip1559_pricing: bool,
+      gas_limit_estimation: bool,
+      gas_price_cap: { type: 'integer', minimum: 0 },
+      min_balance: { type: 'integer', minimum: 0 },
+      private_transactions: bool,
+      whitelist_receivers: { type: 'array', items: str },
+    },
+    additionalProperties: false,
+  },
+  RelayerPolicies: {
+    description: "The relayer's policies in the config file's format, by network type: an EVM policy, or the Solana or Stellar policy object.",
+    oneOf: [{ $ref: '#/components/schemas/EvmPolicy' }, { type: 'object', description: 'Solana or Stellar policy.' }],
+  },
+  Pagination: {
+    type: 'object',
+    properties: { current_page: int, per_page: int, total_items: int },
+    required: ['current_page', 'per_page', 'total_items'],
+  },
+};
