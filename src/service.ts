@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createPubSub } from 'graphql-yoga';
 import { createApp, type App } from './app.js';
 import { loadConfig } from './config/load.js';
 import { loadSigners } from './config/signers.js';
@@ -10,8 +9,11 @@ import { openDatabase } from './db/client.js';
 import { startDevnet } from './devnet.js';
 import type { Env } from './env.js';
 import { createLogger, type Logger } from './log.js';
+import { createEvents } from './events.js';
 import { memoryBucket } from './graphql/rate-limit.js';
-import type { Runtime, Topics } from './runtime.js';
+import { redisBucket } from './graphql/redis-bucket.js';
+import { connectRedis } from './lib/redis.js';
+import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
 
 export interface Service {
@@ -56,6 +58,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     await devnet?.stop();
     throw e;
   }
+  const redis = env.redisUrl ? await connectShared(env.redisUrl) : undefined;
   const rt: Runtime = {
     env,
     log,
@@ -63,9 +66,11 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     prisma: db.prisma,
     config,
     signers,
-    pubsub: createPubSub<Topics>(),
+    pubsub: createEvents(redis),
     instanceId: env.instanceId ?? randomUUID(),
-    rateLimit: memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+    rateLimit: redis
+      ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
+      : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     wake: () => {},
   };
   const workers = opts.workers === false ? undefined : startWorkers(rt);
@@ -78,7 +83,15 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     async stop() {
       await workers?.stop();
       await db.close();
+      redis?.publish.disconnect();
+      redis?.subscribe.disconnect();
       await devnet?.stop();
     },
   };
+}
+
+/** Two connections: a subscribed Redis connection can do nothing else. */
+async function connectShared(url: string) {
+  const [publish, subscribe] = await Promise.all([connectRedis(url), connectRedis(url)]);
+  return { publish, subscribe };
 }
