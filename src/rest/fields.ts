@@ -76,7 +76,7 @@ export function convert(value: unknown, type: JsonType, path: string, issues: st
     case 'array':
       if (!Array.isArray(value)) return at(`must be an array, got ${describe(value)}`);
       return value.map((item, i) => {
-        if (item === null) return at(`[${i}] must not be null`);
+        if (item === null) return issues.push(`${path}[${i}]: must not be null`);
         return convert(item, type.items, `${path}[${i}]`, issues, enums);
       });
     case 'object':

@@ -61,11 +61,11 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   }
   if (i.customRpcUrls !== undefined) data.customRpcUrls = i.customRpcUrls ?? Prisma.DbNull;
   if (i.policies !== undefined) {
-    // A policy object updates the fields it names; null clears every policy.
-    const merged = i.policies === null ? {} : { ...(relayer.policies as object), ...i.policies };
-    const result = parsePolicies(relayer.networkType as NetworkType, merged);
+    // A policy object updates the fields it names; null clears every policy. Only the fields given
+    // are validated: the stored ones were checked when set, and are kept in storable form.
+    const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
     if (!result.ok) throw badRequest(describeIssues(result.error, 'policies'));
-    data.policies = result.value as Prisma.InputJsonValue;
+    data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
   const updated = await rt.prisma.$transaction(async (tx) => {
     const row = await tx.relayer.update({ where: { id }, data });

@@ -99,8 +99,11 @@ export function parseShape<T extends NetworkType>(type: T, input: Record<string,
   if (!result.success) {
     const detail = result.error.issues
       .map((i) => {
-        if (i.code === 'unrecognized_keys') return `${i.keys.map(snake).join(', ')}: not a field of ${type} transactions`;
         const path = i.path.map((p) => snake(String(p))).join('.');
+        if (i.code === 'unrecognized_keys') {
+          if (path) return `${i.keys.map((k) => `${path}.${snake(k)}`).join(', ')}: unknown field`;
+          return `${i.keys.map(snake).join(', ')}: not a field of ${type} transactions`;
+        }
         return path ? `${path}: ${i.message}` : i.message;
       })
       .join('; ');
