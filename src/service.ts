@@ -15,6 +15,10 @@ import { redisBucket } from './graphql/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
+import { stellarFamily } from './chains/stellar/family.js';
+import { registerFamily } from './modules/transactions/family.js';
+
+registerFamily('stellar', stellarFamily);
 
 export interface Service {
   rt: Runtime;

@@ -141,8 +141,8 @@ async function simulateAndAssemble(tx: Transaction, rpc: StellarRpc | undefined,
   return sdkRpc.assembleTransaction(tx, sim).build() as Transaction;
 }
 
-async function enforceFees(fee: bigint, maxFee: number, ctx: StellarBuildContext): Promise<void> {
-  if (fee > BigInt(maxFee)) throw fieldError('max_fee', `transaction needs a fee of ${fee} stroops, above max_fee ${maxFee}`);
+async function enforceFees(fee: bigint, maxFee: bigint, ctx: StellarBuildContext): Promise<void> {
+  if (fee > maxFee) throw fieldError('max_fee', `transaction needs a fee of ${fee} stroops, above max_fee ${maxFee}`);
   if (!ctx.policy) return;
   let balance: bigint | undefined;
   if (ctx.policy.min_balance !== undefined) {
@@ -229,15 +229,39 @@ function hasSorobanData(tx: Transaction): boolean {
 }
 
 /**
+ * An unsigned transaction with another sequence number and, when `maxTime` is earlier than its
+ * own upper time bound (or it has none), that upper bound. Only the relayer signs it, so the
+ * relayer may change what its signature covers.
+ */
+function resequence(tx: Transaction, sequence: bigint, maxTime: number | undefined, networkPassphrase: string): Transaction {
+  const env = tx.toEnvelope();
+  const body = env.v1().tx();
+  body.seqNum(xdr.Int64.fromString(sequence.toString()));
+  const current = maxTimeOf(tx);
+  if (maxTime !== undefined && (current === 0 || maxTime < current)) {
+    const cond = body.cond();
+    const minTime = xdr.Uint64.fromString(String(tx.timeBounds?.minTime ?? '0'));
+    const bounds = new xdr.TimeBounds({ minTime, maxTime: xdr.Uint64.fromString(String(maxTime)) });
+    if (cond.switch().name === 'precondV2') cond.v2().timeBounds(bounds);
+    else body.cond(xdr.Preconditions.precondTime(bounds));
+  }
+  return new Transaction(env, networkPassphrase);
+}
+
+/**
  * Prepares a user-supplied `transaction_xdr`:
  * - unsigned: the relayer must be its source; it is simulated if it is a
  *   Soroban call without resources yet, then signed by the relayer. Its
- *   sequence is reported; pass `expectedSequence` to have it checked.
+ *   sequence is reported; pass `expectedSequence` to have it checked, or
+ *   `sequence` to replace it with the one the relayer allocated (an upper time
+ *   bound is then set from `valid_until` when it has none or a later one).
  * - signed with fee_bump: wrapped in a fee bump paid (and signed) by the relayer.
+ *   Its source must not be the relayer: the relayer's own transactions come
+ *   unsigned, so that it keeps track of its sequence numbers.
  */
 export async function prepareFromXdr(
   req: StellarTransactionRequest,
-  ctx: StellarBuildContext & { expectedSequence?: bigint },
+  ctx: StellarBuildContext & { expectedSequence?: bigint; sequence?: bigint },
 ): Promise<BuiltStellarTx> {
   assertSigner(ctx.source);
   const relayer = ctx.source.address;
@@ -264,6 +288,10 @@ export async function prepareFromXdr(
     if (tx.source !== relayer) {
       throw fieldError('transaction_xdr', `source account ${tx.source} is not the relayer ${relayer}; sign it and set fee_bump: true instead`);
     }
+    if (ctx.sequence !== undefined) {
+      if (ctx.sequence < 1n) throw new Error(`invalid sequence ${ctx.sequence}`);
+      tx = resequence(tx, ctx.sequence, requested, ctx.networkPassphrase);
+    }
     const sequence = BigInt(tx.sequence);
     if (ctx.expectedSequence !== undefined && sequence !== ctx.expectedSequence) {
       throw fieldError('transaction_xdr', `sequence number ${sequence} is not the relayer's next sequence ${ctx.expectedSequence}`);
@@ -278,11 +306,14 @@ export async function prepareFromXdr(
       sequence,
       usesRelayerSequence: true,
       fee,
-      validUntil,
+      validUntil: ctx.sequence !== undefined ? validUntilOf(maxTimeOf(tx)) : validUntil,
       feeBump: false,
     };
   }
 
+  if (tx.source === relayer) {
+    throw fieldError('transaction_xdr', `is signed and its source is the relayer ${relayer}; send it unsigned so the relayer assigns its sequence number`);
+  }
   if (!req.fee_bump) {
     throw fieldError('fee_bump', 'must be true for an already-signed transaction_xdr (the relayer can only pay for it via a fee bump)');
   }
@@ -306,12 +337,23 @@ export async function prepareFromXdr(
   };
 }
 
-/** Whether building this request consumes a relayer sequence number the caller must allocate. */
-export function needsRelayerSequence(req: StellarTransactionRequest): boolean {
-  return req.operations !== undefined;
+/**
+ * Whether building this request consumes a relayer sequence number the caller must allocate:
+ * transactions built from operations and unsigned XDR (the relayer is its source); not a signed
+ * XDR, which the relayer only wraps in a fee bump.
+ */
+export function needsRelayerSequence(req: StellarTransactionRequest, networkPassphrase: string): boolean {
+  if (req.operations !== undefined) return true;
+  if (req.transaction_xdr === undefined) return false;
+  const tx = decodeXdr(req.transaction_xdr, networkPassphrase);
+  return !(tx instanceof FeeBumpTransaction) && tx.signatures.length === 0;
 }
 
-/** Dispatches to buildFromOperations or prepareFromXdr. `sequence` is required for operations. */
+/**
+ * Dispatches to buildFromOperations or prepareFromXdr. `sequence` (the relayer's allocated
+ * sequence number) is required when needsRelayerSequence says so, and replaces the sequence of
+ * an unsigned XDR.
+ */
 export async function buildStellarTransaction(
   req: StellarTransactionRequest,
   ctx: StellarBuildContext & { sequence?: bigint },
@@ -320,7 +362,7 @@ export async function buildStellarTransaction(
     if (ctx.sequence === undefined) throw new Error('a sequence number is required to build from operations');
     return buildFromOperations(req, { ...ctx, sequence: ctx.sequence });
   }
-  return prepareFromXdr(req, { ...ctx, expectedSequence: ctx.sequence });
+  return prepareFromXdr(req, ctx);
 }
 
 export { StellarRequestError };

@@ -2,11 +2,13 @@ import { StrKey } from '@stellar/stellar-sdk';
 import { z } from 'zod';
 import { StellarRequestError } from './errors.js';
 
-// The Stellar send-transaction request ("shape C"). Structural checks live
-// here; checks that need chain context (relayer address, clock, simulation)
-// are in build.ts.
+// The Stellar send-transaction request ("shape C"), in the spec's field names: the one place its
+// field rules live (the service's shape check delegates here). Checks that need chain context
+// (relayer address, clock, simulation) are in build.ts.
 
 const INT64_MAX = (1n << 63n) - 1n;
+/** Spec 8: the default fee cap of shape C. */
+export const DEFAULT_MAX_FEE = 1_000_000n;
 const UINT64_MAX = (1n << 64n) - 1n;
 
 const accountAddress = z.string().refine((s) => StrKey.isValidEd25519PublicKey(s), 'must be a G... account address');
@@ -16,11 +18,12 @@ const destinationAddress = z
 const hex32 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters');
 const bytes32 = z.union([hex32, z.array(z.number().int().min(0).max(255)).length(32)]);
 
+/** A whole number given as a JSON integer (bigint beyond 2^53) or a decimal string. */
+const wholeNumber = (what: string) =>
+  z.union([z.number().int(what), z.bigint(), z.string().regex(/^\d+$/, what)], what).transform((v) => BigInt(v));
+
 /** Payment amounts are integer stroops (1 XLM = 10^7 stroops), as a JSON integer or a decimal string. */
-const stroops = z
-  .union([z.number().int(), z.string().regex(/^\d+$/, 'must be an integer number of stroops')])
-  .transform((v) => BigInt(v))
-  .refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops');
+const stroops = wholeNumber('must be an integer number of stroops').refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops');
 
 const asset = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('native') }),
@@ -68,10 +71,7 @@ const memo = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     type: z.literal('id'),
-    value: z
-      .union([z.number().int().nonnegative(), z.string().regex(/^\d+$/, 'must be a uint64 decimal string')])
-      .transform((v) => BigInt(v))
-      .refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
   }),
   z.strictObject({ type: z.literal('hash'), value: bytes32 }),
   z.strictObject({ type: z.literal('return'), value: bytes32 }),
@@ -86,7 +86,10 @@ export const stellarTransactionRequestSchema = z
     memo: memo.optional(),
     valid_until: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }).optional(),
     fee_bump: z.boolean().optional(),
-    max_fee: z.number().int().positive().default(1_000_000),
+    /** Fee cap in stroops (int64). */
+    max_fee: wholeNumber('must be a positive integer number of stroops')
+      .refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops')
+      .default(DEFAULT_MAX_FEE),
   })
   .superRefine((req, ctx) => {
     if ((req.operations === undefined) === (req.transaction_xdr === undefined)) {
@@ -108,11 +111,17 @@ function pathString(path: PropertyKey[]): string {
   return path.reduce<string>((s, p) => (typeof p === 'number' ? `${s}[${p}]` : s ? `${s}.${String(p)}` : String(p)), '');
 }
 
-/** Validates a request body; throws StellarRequestError naming the first bad field. */
+/**
+ * Validates a request body (the spec's field names); throws StellarRequestError listing every
+ * bad field as "field: why", its `field` naming the first.
+ */
 export function parseStellarRequest(body: unknown): StellarTransactionRequest {
   const res = stellarTransactionRequestSchema.safeParse(body);
   if (res.success) return res.data;
-  const issue = res.error.issues[0];
-  const field = pathString(issue.path) || 'request';
-  throw new StellarRequestError(`${field}: ${issue.message}`, field);
+  const issues = res.error.issues.map((i) => {
+    const field = pathString(i.path) || 'request';
+    if (i.code === 'unrecognized_keys') return { field, text: `${i.keys.map((k) => (field === 'request' ? k : `${field}.${k}`)).join(', ')}: unknown field` };
+    return { field, text: `${field}: ${i.message}` };
+  });
+  throw new StellarRequestError(issues.map((i) => i.text).join('; '), issues[0].field);
 }

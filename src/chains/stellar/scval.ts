@@ -6,7 +6,7 @@ import { fieldError } from './errors.js';
 // {"address": "G..."}, {"bytes": "<hex>"}, {"vec": [...]},
 // {"map": [{"key": ..., "val": ...}]}, {"void": null}); bare JSON values are
 // handed to the SDK's nativeToScVal (string -> string, boolean -> bool,
-// integer -> u64/i64, array -> vec, null -> void).
+// integer -> u64/i64 (wider when it does not fit), array -> vec, null -> void).
 
 const INT_BITS: Record<string, { bits: number; signed: boolean }> = {
   u32: { bits: 32, signed: false },
@@ -22,7 +22,8 @@ const INT_BITS: Record<string, { bits: number; signed: boolean }> = {
 function toInteger(value: unknown, type: string, path: string): xdr.ScVal {
   const { bits, signed } = INT_BITS[type];
   let n: bigint;
-  if (typeof value === 'number' && Number.isSafeInteger(value)) n = BigInt(value);
+  if (typeof value === 'bigint') n = value;
+  else if (typeof value === 'number' && Number.isSafeInteger(value)) n = BigInt(value);
   else if (typeof value === 'string' && /^-?\d+$/.test(value)) n = BigInt(value);
   else throw fieldError(path, `${type} must be an integer (number or decimal string)`);
   const min = signed ? -(1n << BigInt(bits - 1)) : 0n;
@@ -38,7 +39,8 @@ export function jsonToScVal(value: unknown, path: string): xdr.ScVal {
     if (!Number.isSafeInteger(value)) throw fieldError(path, 'numbers must be integers; use a typed form like {"i128": "..."}');
     return nativeToScVal(value);
   }
-  if (typeof value === 'string' || typeof value === 'boolean') return nativeToScVal(value);
+  // Integers beyond 2^53 arrive as bigint (lossless JSON); the SDK types them by size like numbers.
+  if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint') return nativeToScVal(value);
   if (typeof value !== 'object') throw fieldError(path, 'unsupported argument value');
 
   const keys = Object.keys(value);

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { solanaPolicySchema } from '../../chains/solana/policy.js';
+import { stellarPolicySchema } from '../../chains/stellar/policy.js';
 import { evmAddress, u128 } from '../../lib/validate.js';
 
 export type NetworkType = 'evm' | 'solana' | 'stellar';
@@ -17,16 +19,12 @@ export const evmPolicy = z
 
 export type EvmPolicy = z.output<typeof evmPolicy>;
 
+// The Solana and Stellar policy fields are the reference system's; their chain modules own them.
 const schemas: Record<NetworkType, z.ZodType<Record<string, unknown>>> = {
   evm: evmPolicy as z.ZodType<Record<string, unknown>>,
-  solana: z.record(z.string(), z.unknown()),
-  stellar: z.record(z.string(), z.unknown()),
+  solana: solanaPolicySchema as z.ZodType<Record<string, unknown>>,
+  stellar: stellarPolicySchema as z.ZodType<Record<string, unknown>>,
 };
-
-/** Registers the policy schema of a chain family (its chain module owns the fields). */
-export function registerPolicySchema(type: NetworkType, schema: z.ZodType<Record<string, unknown>>) {
-  schemas[type] = schema;
-}
 
 /** Validates a policy object for a family; returns it in storable form (bigints as decimal strings). */
 export function parsePolicies(type: NetworkType, raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; error: z.ZodError } {

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { badRequest } from '../../graphql/errors.js';
 import { describeIssues, evmAddress, hexData, int64, u128 } from '../../lib/validate.js';
+import { parseStellarRequest, StellarRequestError, type StellarTransactionRequest } from '../../chains/stellar/index.js';
 import type { NetworkType } from '../relayers/policies.js';
 
 // The three request shapes of the send route (spec 4.1), selected by the relayer's network type.
 // GraphQL field names; the REST adapter maps the spec's snake_case names onto them.
 
 export const DEFAULT_VALIDITY_MS = 8 * 60 * 60 * 1000;
-export const DEFAULT_STELLAR_MAX_FEE = 1_000_000n;
 
 const rfc3339 = z
   .string()
@@ -51,36 +51,40 @@ export const evmShape = z
     if (!r.to && !r.data) ctx.addIssue({ code: 'custom', path: ['data'], message: 'required when to is absent (contract creation)' });
   });
 
-export const solanaShape = z
-  .object({ transaction: z.string().min(1, 'required').regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64') })
-  .strict();
+// Shape B: the chain module judges the encoding and the transaction itself.
+export const solanaShape = z.object({ transaction: z.string('required').min(1, 'required') }).strict();
 
-const bytes32 = z.array(z.number().int().min(0).max(255)).length(32, 'must be 32 bytes');
-export const memoShape = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('none') }).strict(),
-  z.object({ type: z.literal('text'), value: z.string().refine((s) => Buffer.byteLength(s) <= 28, 'must be at most 28 bytes') }).strict(),
-  z.object({ type: z.literal('id'), value: u128.refine((n) => n < 1n << 64n, 'must fit in uint64') }).strict(),
-  z.object({ type: z.literal('hash'), value: bytes32 }).strict(),
-  z.object({ type: z.literal('return'), value: bytes32 }).strict(),
-]);
+// Shape C: GraphQL names to the spec's. Its field rules (exclusivity, memo variants, operations,
+// max_fee default) live in one place, the Stellar chain module's request schema.
+const STELLAR_FIELDS = {
+  network: 'network',
+  operations: 'operations',
+  transactionXdr: 'transaction_xdr',
+  sourceAccount: 'source_account',
+  memo: 'memo',
+  validUntil: 'valid_until',
+  feeBump: 'fee_bump',
+  maxFee: 'max_fee',
+} as const;
+
+/** null means absent in every shape C field (and in a memo's value). */
+const withoutNulls = (v: unknown): unknown =>
+  v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null && x !== undefined)) : v;
 
 export const stellarShape = z
-  .object({
-    network: z.string().min(1, 'required'),
-    operations: z.array(z.record(z.string(), z.unknown())).min(1, 'must not be empty').max(100).nullish(),
-    transactionXdr: z.string().min(1).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64').nullish(),
-    sourceAccount: z.string().nullish(),
-    memo: memoShape.nullish(),
-    validUntil: rfc3339.nullish(),
-    feeBump: z.boolean().nullish(),
-    maxFee: int64.nullish(),
-  })
+  .object(Object.fromEntries(Object.keys(STELLAR_FIELDS).map((k) => [k, z.unknown().optional()])) as Record<keyof typeof STELLAR_FIELDS, z.ZodOptional<z.ZodUnknown>>)
   .strict()
-  .superRefine((r, ctx) => {
-    if (r.operations && r.transactionXdr) ctx.addIssue({ code: 'custom', path: ['transactionXdr'], message: 'operations and transaction_xdr are mutually exclusive' });
-    if (!r.operations && !r.transactionXdr) ctx.addIssue({ code: 'custom', path: ['operations'], message: 'one of operations or transaction_xdr is required' });
-    if (r.feeBump && !r.transactionXdr) ctx.addIssue({ code: 'custom', path: ['feeBump'], message: 'fee_bump is valid only with a signed transaction_xdr' });
-    if (r.transactionXdr && r.memo) ctx.addIssue({ code: 'custom', path: ['memo'], message: 'cannot be combined with transaction_xdr' });
+  .transform((input, ctx): StellarTransactionRequest => {
+    const body = Object.fromEntries(
+      Object.entries(withoutNulls(input) as Record<string, unknown>).map(([k, v]) => [STELLAR_FIELDS[k as keyof typeof STELLAR_FIELDS], k === 'memo' ? withoutNulls(v) : v]),
+    );
+    try {
+      return parseStellarRequest(body);
+    } catch (e) {
+      if (!(e instanceof StellarRequestError)) throw e;
+      ctx.addIssue({ code: 'custom', message: e.message });
+      return z.NEVER;
+    }
   });
 
 export type EvmRequest = z.output<typeof evmShape>;
