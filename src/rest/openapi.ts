@@ -11,7 +11,7 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const INTEGER_FORMATS: Record<string, JsonSchema> = {
   int32: { type: 'integer', format: 'int32' },
   int64: { type: 'integer', format: 'int64' },
-  u128: { type: 'integer', description: 'An unsigned 128-bit integer, written as a JSON number with every digit.' },
+  u128: { type: 'integer', format: 'u128', description: 'An unsigned 128-bit integer, written as a JSON number with every digit.' },
 };
 
 export function typeSchema(t: JsonType): JsonSchema {

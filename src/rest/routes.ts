@@ -89,7 +89,7 @@ const sendFields: Fields = {
   transaction_xdr: { type: string(), nullable: true, description: 'Shape C: a pre-built base64 XDR transaction, signed or unsigned; exclusive with operations.' },
   source_account: { type: string(), nullable: true, description: 'Shape C: the source account (default: the relayer).' },
   memo: {
-    type: object({ type: { type: string(), required: true, description: 'none, text, id, hash or return' }, value: { type: any() } }),
+    type: object({ type: { type: string(), required: true, description: 'none, text, id, hash or return' }, value: { type: any(), nullable: true } }),
     nullable: true,
     description: 'Shape C: `{"type": "none"}`, `{"type": "text", "value": string}`, `{"type": "id", "value": integer}`, `{"type": "hash" | "return", "value": [32 bytes]}`.',
   },

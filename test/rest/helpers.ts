@@ -1,26 +1,37 @@
 import { expect } from 'vitest';
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import type { Runtime } from '../../src/runtime.js';
-import { DEV_ADDRESS, startTestService, type TestService } from '../support/service.js';
+import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
 export const SOLANA_RELAYER = 'solana-relayer';
 export const STELLAR_RELAYER = 'stellar-relayer';
 export const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
 /**
- * The whole service without workers or a chain, with an EVM relayer from the config and a Solana
- * and a Stellar relayer written to the database (their send shapes are checked before any chain).
+ * The whole service without workers or a chain: the EVM relayer of evmConfig, and a Solana and a
+ * Stellar relayer on the same dev key (their RPC URLs lead nowhere; the REST tests never get that far).
  */
 export async function startRestService(opts: Parameters<typeof startTestService>[0] = {}): Promise<TestService> {
-  const svc = await startTestService({ workers: false, ...opts });
-  const base = { signerId: 'dev-signer', policies: {} };
-  await svc.rt.prisma.relayer.createMany({
-    data: [
-      { id: SOLANA_RELAYER, name: 'Solana relayer', network: 'devnet', networkType: 'solana', address: '9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin', ...base },
-      { id: STELLAR_RELAYER, name: 'Stellar relayer', network: 'testnet', networkType: 'stellar', address: 'GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7', ...base },
-    ],
+  return startTestService({
+    workers: false,
+    config: ({ rpcUrl }) => {
+      const c = evmConfig(rpcUrl);
+      return {
+        ...c,
+        relayers: [
+          ...c.relayers,
+          { id: SOLANA_RELAYER, name: 'Solana relayer', network: 'devnet', network_type: 'solana', signer_id: 'dev-signer', policies: {} },
+          { id: STELLAR_RELAYER, name: 'Stellar relayer', network: 'testnet', network_type: 'stellar', signer_id: 'dev-signer', policies: {} },
+        ],
+        networks: [
+          ...c.networks,
+          { type: 'solana', network: 'devnet', rpc_urls: ['http://127.0.0.1:1'], is_testnet: true },
+          { type: 'stellar', network: 'testnet', rpc_urls: ['http://127.0.0.1:1'], passphrase: 'Test SDF Network ; September 2015', is_testnet: true },
+        ],
+      };
+    },
+    ...opts,
   });
-  return svc;
 }
 
 let seq = 0;

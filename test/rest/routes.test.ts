@@ -282,14 +282,16 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       expect(body.error).not.toMatch(/value/);
     });
 
+    // Solana and Stellar field rules belong to their chain modules: these cases check that each
+    // refusal is a 400 naming the field, whatever the module's wording.
     it('refuses malformed Solana bodies (Shape B)', async () => {
       const before = await dbState(svc.rt);
       const path = `/api/v1/relayers/${SOLANA_RELAYER}/transactions`;
       const cases: [unknown, RegExp][] = [
-        [{}, /^transaction: /],
-        [{ transaction: '' }, /^transaction: required/],
-        [{ transaction: 'not base64!' }, /^transaction: must be base64/],
+        [{}, /transaction/],
+        [{ transaction: '' }, /transaction/],
         [{ transaction: 5 }, /^transaction: must be a string/],
+        [{ transaction: null }, /^transaction: must not be null/],
         [{ transaction: 'AAAA', value: 1 }, /^value: not a field of solana transactions/],
       ];
       for (const [body, error] of cases) await expectError(await send(path, body), 400, 'Bad Request', error);
@@ -300,28 +302,30 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       const before = await dbState(svc.rt);
       const path = `/api/v1/relayers/${STELLAR_RELAYER}/transactions`;
       const op = { type: 'payment', destination: 'GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7', asset: { type: 'native' }, amount: 1 };
+      const memo = (m: unknown) => ({ network: 'testnet', operations: [op], memo: m });
       const cases: [unknown, RegExp][] = [
-        [{ operations: [op] }, /^network: /],
-        [{ network: 'testnet' }, /^operations: one of operations or transaction_xdr is required/],
-        [{ network: 'testnet', operations: [op], transaction_xdr: 'AAAA' }, /^transaction_xdr: operations and transaction_xdr are mutually exclusive/],
-        [{ network: 'testnet', operations: [] }, /^operations: must not be empty/],
+        [{ operations: [op] }, /network/],
+        [{ network: 'testnet' }, /operations|transaction_xdr/],
+        [{ network: 'testnet', operations: [op], transaction_xdr: 'AAAA' }, /operations|transaction_xdr/],
+        [{ network: 'testnet', operations: [] }, /operations/],
         [{ network: 'testnet', operations: [1] }, /^operations\[0\]: must be an object/],
         [{ network: 'testnet', operations: [null] }, /^operations\[0\]: must not be null/],
         [{ network: 'testnet', operations: {} }, /^operations: must be an array/],
-        [{ network: 'testnet', operations: [op], fee_bump: true }, /^fee_bump: fee_bump is valid only with a signed transaction_xdr/],
+        [{ network: 'testnet', operations: [op], fee_bump: true }, /fee_bump/],
         [{ network: 'testnet', transaction_xdr: 'AAAA', fee_bump: 'yes' }, /^fee_bump: must be a boolean/],
-        [{ network: 'testnet', operations: [op], max_fee: -1 }, /^max_fee: must be >= 0/],
-        [`{"network": "testnet", "operations": [{}], "max_fee": 9223372036854775808}`, /^max_fee: must fit in int64/],
-        [{ network: 'testnet', operations: [op], memo: { type: 'text', value: 'x'.repeat(29) } }, /^memo\.value: must be at most 28 bytes/],
-        [{ network: 'testnet', operations: [op], memo: { type: 'id', value: -1 } }, /^memo\.value: must be >= 0/],
-        [`{"network": "testnet", "operations": [{}], "memo": {"type": "id", "value": 18446744073709551616}}`, /^memo\.value: must fit in uint64/],
-        [{ network: 'testnet', operations: [op], memo: { type: 'hash', value: [1, 2, 3] } }, /^memo\.value: must be 32 bytes/],
-        [{ network: 'testnet', operations: [op], memo: { type: 'return', value: Array(32).fill(256) } }, /^memo\.value\.0: /],
-        [{ network: 'testnet', operations: [op], memo: { type: 'none', value: 'x' } }, /^memo/],
-        [{ network: 'testnet', operations: [op], memo: { type: 'emoji' } }, /^memo\.type: /],
-        [{ network: 'testnet', operations: [op], memo: { value: 'x' } }, /^memo\.type: required/],
-        [{ network: 'testnet', operations: [op], memo: 'hello' }, /^memo: must be an object/],
-        [{ network: 'testnet', transaction_xdr: 'AAAA', memo: { type: 'none' } }, /^memo: cannot be combined with transaction_xdr/],
+        [{ network: 'testnet', operations: [op], max_fee: -1 }, /max_fee/],
+        [{ network: 'testnet', operations: [op], max_fee: '100' }, /^max_fee: must be an integer, got a string/],
+        [`{"network": "testnet", "operations": [{}], "max_fee": 9223372036854775808}`, /max_fee/],
+        [memo({ type: 'text', value: 'x'.repeat(29) }), /memo/],
+        [memo({ type: 'id', value: -1 }), /memo/],
+        [`{"network": "testnet", "operations": [{}], "memo": {"type": "id", "value": 18446744073709551616}}`, /memo/],
+        [memo({ type: 'hash', value: [1, 2, 3] }), /memo/],
+        [memo({ type: 'return', value: Array(32).fill(256) }), /memo/],
+        [memo({ type: 'none', value: 'x' }), /memo/],
+        [memo({ type: 'emoji' }), /memo/],
+        [memo({ value: 'x' }), /^memo\.type: required/],
+        [memo('hello'), /^memo: must be an object/],
+        [memo({ type: 'text', value: 'hi', extra: 1 }), /^memo\.extra: unknown field/],
         [{ network: 'testnet', operations: [op], value: 1 }, /^value: not a field of stellar transactions/],
       ];
       for (const [body, error] of cases) await expectError(await send(path, body), 400, 'Bad Request', error);
