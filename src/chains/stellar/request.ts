@@ -20,7 +20,7 @@ const bytes32 = z.union([hex32, z.array(z.number().int().min(0).max(255)).length
 
 /** A whole number given as a JSON integer (bigint beyond 2^53) or a decimal string. */
 const wholeNumber = (what: string) =>
-  z.union([z.number().int(what), z.bigint(), z.string().regex(/^\d+$/, what)], what).transform((v) => BigInt(v));
+  z.union([z.number().int(what).nonnegative(what), z.bigint().nonnegative(what), z.string().regex(/^\d+$/, what)], what).transform((v) => BigInt(v));
 
 /** Payment amounts are integer stroops (1 XLM = 10^7 stroops), as a JSON integer or a decimal string. */
 const stroops = wholeNumber('must be an integer number of stroops').refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops');
@@ -71,7 +71,7 @@ const memo = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     type: z.literal('id'),
-    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v >= 0n, 'must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
   }),
   z.strictObject({ type: z.literal('hash'), value: bytes32 }),
   z.strictObject({ type: z.literal('return'), value: bytes32 }),
