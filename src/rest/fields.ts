@@ -88,7 +88,10 @@ export function convert(value: unknown, type: JsonType, path: string, issues: st
 /** An object's fields: unknown ones refused, required ones present, null only where allowed. */
 export function convertFields(value: Record<string, unknown>, fields: Fields, path: string, issues: string[], enums: EnumValues): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const name = (k: string) => (path ? `${path}.${k}` : k);
+  const name = (k: string) => {
+    const shown = k.length > 64 ? `${k.slice(0, 64)}…` : k;
+    return path ? `${path}.${shown}` : shown;
+  };
   for (const key of Object.keys(value)) {
     const f = Object.hasOwn(fields, key) ? fields[key] : undefined;
     if (!f) {

@@ -92,6 +92,10 @@ function match(compiled: CompiledRoute[], segments: string[]) {
   return found;
 }
 
+const MAX_ISSUES = 20;
+const describe = (issues: string[]) =>
+  issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
+
 const MESSAGES: Record<string, [number, string | null]> = {
   BAD_REQUEST: [400, 'Bad Request'],
   UNAUTHORIZED: [401, 'Unauthorized'],
@@ -212,7 +216,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       }
       const issues: string[] = [];
       const variables = await variablesFor(hit.c, hit.params, url, request, issues);
-      if (issues.length) return fail(400, 'Bad Request', issues.join('; '));
+      if (issues.length) return fail(400, 'Bad Request', describe(issues));
 
       const result = await execute(hit.c, variables, request, ctx);
       if (result.errors?.length) return errorResponse(result.errors[0]);

@@ -275,6 +275,13 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       expect(await dbState(svc.rt)).toBe(before);
     });
 
+    it('keeps the detail short for a body full of unknown fields', async () => {
+      const body = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`${'k'.repeat(100)}${i}`, i]));
+      const err = await expectError(await send(TX, { value: 1, ...body }), 400, 'Bad Request');
+      expect(err.error).toMatch(/^k{64}…: unknown field; /);
+      expect(err.error).toMatch(/; and 30 more$/);
+    });
+
     it('reads u128 values without rounding: 2^128 - 1 passes the value check', async () => {
       const res = await send(TX, `{"value": ${U128_MAX}}`);
       const body = await expectError(res, 400, 'Bad Request');
