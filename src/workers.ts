@@ -1,30 +1,57 @@
 import { claimDue, release } from './db/lease.js';
 import { startLoop } from './lib/loop.js';
+import type { Transaction } from './generated/prisma/client.js';
+import { startRelayerChecks } from './modules/relayers/checks.js';
 import type { NetworkType } from './modules/relayers/policies.js';
 import { familyOf } from './modules/transactions/family.js';
 import type { Runtime } from './runtime.js';
 
 const LEASE_MS = 30_000;
-const BATCH = 32;
+const BATCH = 100;
 
 /**
  * Works every accepted transaction to a final state: claims due rows (a lease, so another instance
- * picks up the work of one that died) and lets the chain family advance each by one step.
+ * picks up the work of one that died) and lets the chain family advance each by one step, the
+ * whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
+  const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
+  let started = false;
   return startLoop(
     async () => {
+      if (!started && rt.env.instanceId) {
+        // Leases this instance held before a restart (same INSTANCE_ID): nothing of ours is working on them now.
+        await rt.prisma.transaction.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
+      }
+      started = true;
       const ids = await claimDue(rt.prisma, 'transactions', { owner: rt.instanceId, limit: BATCH, leaseMs: LEASE_MS, where: 'due_at IS NOT NULL' });
+      if (ids.length === 0) return false;
+      const txs = await rt.prisma.transaction.findMany({ where: { id: { in: ids }, leaseOwner: rt.instanceId } });
+      const byType = new Map<NetworkType, Transaction[]>();
+      for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
       await Promise.all(
-        ids.map(async (id) => {
-          try {
-            const tx = await rt.prisma.transaction.findUnique({ where: { id } });
-            const family = tx && familyOf(tx.networkType as NetworkType);
-            if (tx && family) await family.process(rt, tx);
-          } catch (err) {
-            rt.log.error({ err, transactionId: id }, 'transaction step failed; retrying later');
-            await release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
+        [...byType].map(async ([type, group]) => {
+          const family = familyOf(type);
+          if (!family) return;
+          if (family.processBatch) {
+            try {
+              await family.processBatch(rt, group);
+            } catch (err) {
+              rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
+              await Promise.all(group.map((tx) => retryLater(tx.id)));
+            }
+            return;
           }
+          await Promise.all(
+            group.map(async (tx) => {
+              try {
+                await family.process(rt, tx);
+              } catch (err) {
+                rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
+                await retryLater(tx.id);
+              }
+            }),
+          );
         }),
       );
       return ids.length === BATCH;
@@ -36,5 +63,6 @@ function startTransactionWorker(rt: Runtime) {
 export function startWorkers(rt: Runtime) {
   const loops = [startTransactionWorker(rt)];
   rt.wake = () => loops.forEach((l) => l.wake());
-  return { stop: () => Promise.all(loops.map((l) => l.stop())).then(() => undefined) };
+  const checks = startRelayerChecks(rt);
+  return { stop: () => Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined) };
 }

@@ -37,3 +37,15 @@ export async function release(prisma: Db, table: 'transactions' | 'deliveries', 
     dueAt,
   );
 }
+
+/** Takes the lease of one row when no one holds it (or its lease ran out), due or not. */
+export async function claimRow(prisma: Db, table: 'transactions' | 'deliveries', id: string, owner: string, leaseMs: number): Promise<boolean> {
+  const n = await prisma.$executeRawUnsafe(
+    `UPDATE ${table} SET lease_owner = $2, lease_until = now() + ($3 || ' milliseconds')::interval
+     WHERE id = $1 AND (lease_until IS NULL OR lease_until < now())`,
+    id,
+    owner,
+    String(leaseMs),
+  );
+  return n > 0;
+}

@@ -21,8 +21,17 @@ export type EndpointStatus = {
   consecutiveFailures: number;
 };
 
+export type RpcCall = { method: string; params?: unknown[] };
+/** One answer of a batch: the result, or the node's verdict on that call. */
+export type RpcOutcome<T = unknown> = { ok: true; result: T } | { ok: false; error: RpcError };
+
 export type EvmRpc = {
   request<T = unknown>(method: string, params?: unknown[]): Promise<T>;
+  /**
+   * Several calls in JSON-RPC batches (one HTTP request per `chunk` calls), answers in call order.
+   * Endpoint failures fail over like `request`; a call the node refuses comes back as its error.
+   */
+  batch<T = unknown>(calls: RpcCall[], opts?: { chunk?: number }): Promise<RpcOutcome<T>[]>;
   /** viem transport with failover: `createPublicClient({ transport: rpc.transport })`. */
   transport: Transport;
   status(): EndpointStatus[];
@@ -136,14 +145,14 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     ];
   }
 
-  async function send(ep: Endpoint, method: string, params: unknown[]): Promise<unknown> {
+  async function post(ep: Endpoint, payload: unknown): Promise<{ res: Response; body: unknown }> {
     let res: Response;
     let text: string;
     try {
       res = await fetch(ep.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
+        body: JSON.stringify(payload),
         signal: AbortSignal.timeout(timeoutMs),
       });
       text = await res.text();
@@ -153,13 +162,19 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
       const cause = e.cause as { code?: string; message?: string } | undefined;
       throw new TransientError(`network error: ${cause?.code ?? cause?.message ?? e.message}`);
     }
-
-    let body: { result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
+    let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
       body = {};
     }
+    return { res, body };
+  }
+
+  type Reply = { result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
+
+  /** The result of one JSON-RPC reply; throws RpcError (the node's verdict) or TransientError. */
+  function settle(res: Response, body: Reply | undefined): unknown {
     if (body && typeof body === 'object' && body.error && typeof body.error === 'object') {
       const code = typeof body.error.code === 'number' ? body.error.code : -32603;
       const message = String(body.error.message ?? 'unknown JSON-RPC error');
@@ -175,7 +190,40 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     return body.result;
   }
 
-  async function request<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
+  async function send(ep: Endpoint, method: string, params: unknown[]): Promise<unknown> {
+    const { res, body } = await post(ep, { jsonrpc: '2.0', id: nextId++, method, params });
+    return settle(res, body as Reply);
+  }
+
+  /** A batch on one endpoint: deterministic errors per call; a transient one fails the whole batch. */
+  async function sendBatch(ep: Endpoint, calls: RpcCall[]): Promise<RpcOutcome[]> {
+    const first = nextId;
+    nextId += calls.length;
+    const { res, body } = await post(
+      ep,
+      calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params ?? [] })),
+    );
+    if (!Array.isArray(body)) {
+      settle(res, body as Reply);
+      throw new TransientError('malformed JSON-RPC batch response');
+    }
+    const byId = new Map<number, Reply>();
+    for (const reply of body as (Reply & { id?: unknown })[]) {
+      if (reply && typeof reply.id === 'number') byId.set(reply.id, reply);
+    }
+    return calls.map((_, i) => {
+      const reply = byId.get(first + i);
+      if (!reply) throw new TransientError('JSON-RPC batch response lacks an answer');
+      try {
+        return { ok: true as const, result: settle(res, reply) };
+      } catch (e) {
+        if (e instanceof RpcError) return { ok: false as const, error: e };
+        throw e;
+      }
+    });
+  }
+
+  async function withFailover<T>(what: string, attemptOn: (ep: Endpoint) => Promise<T>): Promise<T> {
     const order = attemptOrder();
     const failures: { host: string; error: string }[] = [];
     for (let attempt = 0; attempt <= retries; attempt++) {
@@ -185,10 +233,10 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
         await new Promise((r) => setTimeout(r, Math.min(1000, 100 * 2 ** attempt)));
       }
       try {
-        const result = await send(ep, method, params);
+        const result = await attemptOn(ep);
         ep.failures = 0;
         ep.unhealthyUntil = 0;
-        return result as T;
+        return result;
       } catch (err) {
         if (!(err instanceof TransientError)) throw err;
         failures.push({ host: ep.host, error: err.message });
@@ -200,17 +248,42 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
           ep.failures++;
           ep.unhealthyUntil = now + cooldown;
           opts.logger?.warn(
-            { host: ep.host, method, attempt, error: err.message, cooldownMs: cooldown },
+            { host: ep.host, method: what, attempt, error: err.message, cooldownMs: cooldown },
             'rpc endpoint failed, cooling down',
           );
         }
       }
     }
-    throw new RpcUnavailableError(method, failures);
+    throw new RpcUnavailableError(what, failures);
+  }
+
+  function request<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
+    return withFailover(method, (ep) => send(ep, method, params)) as Promise<T>;
+  }
+
+  async function batch<T = unknown>(calls: RpcCall[], bopts: { chunk?: number } = {}): Promise<RpcOutcome<T>[]> {
+    const size = Math.max(1, bopts.chunk ?? 100);
+    const chunks: RpcCall[][] = [];
+    for (let i = 0; i < calls.length; i += size) chunks.push(calls.slice(i, i + size));
+    const answers = await Promise.all(
+      chunks.map((chunk) =>
+        chunk.length === 1
+          ? request(chunk[0].method, chunk[0].params ?? []).then(
+              (result): RpcOutcome[] => [{ ok: true, result }],
+              (e): RpcOutcome[] => {
+                if (e instanceof RpcError) return [{ ok: false, error: e }];
+                throw e;
+              },
+            )
+          : withFailover(`batch of ${chunk.length} (${chunk[0].method})`, (ep) => sendBatch(ep, chunk)),
+      ),
+    );
+    return answers.flat() as RpcOutcome<T>[];
   }
 
   return {
     request,
+    batch,
     // retryCount 0: failover and retries already happen in request().
     transport: custom(
       { request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params ?? []) },

@@ -20,6 +20,15 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint>;
   /** Advances one transaction by one step (price, sign, submit, check, resubmit, ...). */
   process(rt: Runtime, tx: Transaction): Promise<void>;
+  /** Advances several leased transactions at once (fewer round trips); used instead of process when given. */
+  processBatch?(rt: Runtime, txs: Transaction[]): Promise<void>;
+  /**
+   * Cancels a transaction whose lease `owner` holds (not final, not mined): returns the row as
+   * written, with the lease given back. Families that cannot cancel leave this out.
+   */
+  cancel?(rt: Runtime, tx: Transaction, owner: string): Promise<Transaction>;
+  /** Replaces the payload of a leased transaction at the same nonce with an accepted request. */
+  replace?(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction>;
   /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
 }

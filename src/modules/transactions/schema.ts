@@ -4,6 +4,7 @@ import { Relayer } from '../relayers/schema.js';
 import { badRequest } from '../../graphql/errors.js';
 import { getRelayer } from '../relayers/service.js';
 import { publicState } from './record.js';
+import { cancelTransaction, replaceTransaction } from './cancel.js';
 import { getTransaction, listTransactions, sendTransaction } from './service.js';
 
 export const TransactionStatusEnum = builder.enumType('TransactionStatus', {
@@ -117,6 +118,25 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: false, description: 'Same key and body return the first transaction; another body is a conflict.' }),
     },
     resolve: (_q, _, a, ctx) => sendTransaction(ctx.rt, String(a.relayerId), a.input as Record<string, unknown>, a.idempotencyKey),
+  }),
+  cancelTransaction: t.prismaField({
+    type: 'Transaction',
+    directives: RATE_LIMITED,
+    description:
+      'Cancels a transaction that is not mined yet. One not yet sent ends canceled at once; one already sent is replaced by a 0-value self-transfer at its nonce and ends canceled when that is mined (or mined/confirmed, if the original is mined first).',
+    args: { relayerId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: (_q, _, a, ctx) => cancelTransaction(ctx.rt, String(a.relayerId), String(a.id)),
+  }),
+  replaceTransaction: t.prismaField({
+    type: 'Transaction',
+    directives: RATE_LIMITED,
+    description: 'Replaces the payload of a transaction that is not mined yet; the new one goes out at the same nonce with fees at least 10% above the last broadcast.',
+    args: {
+      relayerId: t.arg.id({ required: true }),
+      id: t.arg.id({ required: true }),
+      input: t.arg({ type: SendTransactionInput, required: true }),
+    },
+    resolve: (_q, _, a, ctx) => replaceTransaction(ctx.rt, String(a.relayerId), String(a.id), a.input as Record<string, unknown>),
   }),
 }));
 

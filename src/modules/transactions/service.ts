@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { Prisma, type Transaction, type TransactionStatus } from '../../generated/prisma/client.js';
 import { badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdate } from '../notifications/events.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer } from '../relayers/service.js';
 import { paged, toPage } from '../shared/page.js';
 import { familyOf } from './family.js';
+import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
 import { publishTransaction } from './store.js';
 
@@ -84,31 +84,7 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
   if (!family) throw badRequest(`${type} relayers cannot send transactions on this service`);
   const accepted = await family.accept(rt, relayer, request as never);
 
-  const insert = () =>
-    rt.prisma.$transaction(async (db) => {
-      let nonce: bigint | null = null;
-      if (accepted.takesNonce) {
-        const rows = await db.$queryRaw<{ nonce: bigint }[]>`
-          UPDATE relayers SET next_nonce = next_nonce + 1
-          WHERE id = ${relayerId} AND next_nonce IS NOT NULL
-          RETURNING next_nonce - 1 AS nonce`;
-        if (rows.length === 0) return null;
-        nonce = BigInt(rows[0].nonce);
-      }
-      const tx = await db.transaction.create({
-        data: {
-          ...accepted.data,
-          relayerId,
-          networkType: type,
-          nonce,
-          request: accepted.request,
-          idempotencyKey: idempotencyKey ?? null,
-          requestDigest: digest,
-        },
-      });
-      await emitTransactionUpdate(db, relayer, tx);
-      return tx;
-    });
+  const insert = () => insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
 
   let tx: Transaction | null;
   try {

@@ -1,0 +1,75 @@
+import type { Network, RpcEndpoint } from '../../config/load.js';
+import { signerKey } from '../../config/signers.js';
+import type { Relayer } from '../../generated/prisma/client.js';
+import { readEvmPolicy, type EvmPolicy } from '../../modules/relayers/policies.js';
+import { findNetwork, type Runtime } from '../../runtime.js';
+import type { EvmSigner } from '../../signers/index.js';
+import { createEvmRpc, type EvmRpc } from './rpc.js';
+
+/** Everything the pipeline needs to act for one EVM relayer, resolved from its row and the config. */
+export interface EvmContext {
+  relayer: Relayer;
+  network: Network;
+  chainId: number;
+  rpc: EvmRpc;
+  policy: EvmPolicy;
+  /** EIP-1559 pricing: the network has the feature and the policy does not turn it off. */
+  eip1559: boolean;
+  blocktimeMs: number;
+  requiredConfirmations: number;
+  signer: EvmSigner | undefined;
+}
+
+const DEFAULT_BLOCKTIME_MS = 12_000;
+
+export class EvmSetupError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// One client per distinct endpoint list, so endpoint health (cooldowns) is shared by every relayer
+// and every request that uses it. Only a cache: nothing about a transaction lives here.
+const clients = new Map<string, EvmRpc>();
+
+export function rpcEndpoints(rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
+  const custom = relayer.customRpcUrls as RpcEndpoint[] | null;
+  return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : network.rpcUrls;
+}
+
+export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
+  const key = JSON.stringify(endpoints);
+  let rpc = clients.get(key);
+  if (!rpc) {
+    rpc = createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log });
+    clients.set(key, rpc);
+  }
+  return rpc;
+}
+
+export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {
+  const network = findNetwork(rt, 'evm', relayer.network);
+  if (!network) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" is not in the configuration`);
+  if (network.chainId === undefined) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" has no chain_id`);
+  const policy = readEvmPolicy(relayer.policies);
+  const signer = rt.signers.get(signerKey(relayer.signerId, 'evm'));
+  return {
+    relayer,
+    network,
+    chainId: network.chainId,
+    rpc: rpcFor(rt, rpcEndpoints(rt, relayer, network)),
+    policy,
+    eip1559: network.features.includes('eip1559') && policy.eip1559_pricing !== false,
+    blocktimeMs: network.averageBlocktimeMs ?? DEFAULT_BLOCKTIME_MS,
+    requiredConfirmations: Math.max(1, network.requiredConfirmations),
+    signer: signer?.kind === 'evm' && signer.address.toLowerCase() === relayer.address.toLowerCase() ? signer : undefined,
+  };
+}
+
+/** How often an in-flight transaction is looked at: a quarter block, within [100 ms, 3 s]. */
+export const pollMs = (ctx: EvmContext) => Math.min(3_000, Math.max(100, Math.round(ctx.blocktimeMs / 4)));
+/** How long a broadcast may stay unmined before it is resubmitted with higher fees. */
+export const resubmitMs = (ctx: EvmContext) => Math.max(2_000, 3 * ctx.blocktimeMs);

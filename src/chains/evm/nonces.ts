@@ -1,0 +1,133 @@
+import { Prisma, type Transaction } from '../../generated/prisma/client.js';
+import { emitTransactionUpdate } from '../../modules/notifications/events.js';
+import { publishTransaction } from '../../modules/transactions/store.js';
+import type { Runtime } from '../../runtime.js';
+import { TRANSFER_GAS, type EvmPayload } from './accept.js';
+import type { EvmContext } from './context.js';
+import type { EvmState } from './state.js';
+import type { Hex } from 'viem';
+
+export async function chainNonces(ctx: EvmContext): Promise<{ latest: bigint; pending: bigint }> {
+  const [latest, pending] = await Promise.all([
+    ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']),
+    ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'pending']),
+  ]);
+  return { latest: BigInt(latest), pending: BigInt(pending) };
+}
+
+/**
+ * Brings the relayer's nonce counter in line with the chain without skipping or reusing a nonce:
+ * - nonces the chain has seen beyond the counter (sent from this account elsewhere) are skipped;
+ * - a counter ahead of the chain with no transaction at or above the chain's nonce comes back;
+ * - an allocated nonce no transaction holds (a gap the chain would wait on forever) gets a
+ *   0-value self-transfer of its own, so the nonces after it can be mined.
+ */
+export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ next: bigint; filled: bigint[] }> {
+  const id = ctx.relayer.id;
+  const { pending } = await chainNonces(ctx);
+  const row = await rt.prisma.relayer.findUnique({ where: { id }, select: { nextNonce: true } });
+  if (!row) return { next: pending, filled: [] };
+  if (row.nextNonce === null || row.nextNonce < pending) {
+    const [r] = await rt.prisma.$queryRaw<{ next: bigint }[]>`
+      UPDATE relayers SET next_nonce = GREATEST(COALESCE(next_nonce, 0), ${pending}) WHERE id = ${id} RETURNING next_nonce AS next`;
+    if (row.nextNonce !== null) rt.log.info({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter moved up to the chain');
+    return { next: BigInt(r.next), filled: [] };
+  }
+  if (row.nextNonce === pending) return { next: pending, filled: [] };
+
+  // The counter is ahead of the chain: fine while the transactions holding those nonces are on their way.
+  const lowered = await rt.prisma.$executeRaw`
+    UPDATE relayers SET next_nonce = ${pending}
+    WHERE id = ${id} AND next_nonce = ${row.nextNonce}
+      AND NOT EXISTS (SELECT 1 FROM transactions WHERE relayer_id = ${id} AND nonce >= ${pending})`;
+  if (lowered > 0) {
+    rt.log.warn({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter was ahead of the chain with no transaction holding those nonces: moved back');
+    return { next: pending, filled: [] };
+  }
+  const held = await rt.prisma.transaction.findMany({
+    where: { relayerId: id, nonce: { gte: pending, lt: row.nextNonce } },
+    select: { nonce: true },
+  });
+  const taken = new Set(held.map((h) => h.nonce!.toString()));
+  const filled: bigint[] = [];
+  for (let n = pending; n < row.nextNonce; n++) {
+    if (taken.has(n.toString())) continue;
+    if (await fillGap(rt, ctx, n)) filled.push(n);
+  }
+  return { next: row.nextNonce, filled };
+}
+
+/** A transaction of the relayer's own that takes nonce `n` with a 0-value self-transfer. */
+async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean> {
+  const { relayer } = ctx;
+  const reason = `nonce ${n} was allocated but no transaction held it; a 0-value self-transfer takes it so that later transactions can be mined`;
+  const request: EvmPayload = {
+    to: relayer.address,
+    value: '0',
+    data: null,
+    gasLimit: TRANSFER_GAS.toString(),
+    gasPrice: null,
+    maxFeePerGas: null,
+    maxPriorityFeePerGas: null,
+    speed: 'fast',
+    validUntil: new Date(Date.now() + 8 * 3600_000).toISOString(),
+  };
+  const state: EvmState = { goal: 'noop', outcome: { status: 'canceled', reason }, phase: 'new', broadcasts: [], version: 0 };
+  let tx: Transaction;
+  try {
+    tx = await rt.prisma.$transaction(async (db) => {
+      const created = await db.transaction.create({
+        data: {
+          relayerId: relayer.id,
+          networkType: 'evm',
+          status: 'canceled',
+          statusReason: reason,
+          nonce: n,
+          from: relayer.address,
+          to: relayer.address,
+          value: '0',
+          gasLimit: TRANSFER_GAS,
+          speed: 'fast',
+          validUntil: new Date(request.validUntil),
+          request: request as never,
+          chainState: state as never,
+        },
+      });
+      await emitTransactionUpdate(db, relayer, created);
+      return created;
+    });
+  } catch (e) {
+    // Someone else filled it meanwhile.
+    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') return false;
+    throw e;
+  }
+  rt.log.warn({ relayerId: relayer.id, nonce: n.toString(), transactionId: tx.id }, 'filled a nonce gap');
+  publishTransaction(rt, tx);
+  rt.wake();
+  return true;
+}
+
+/**
+ * A new nonce for a leased transaction whose nonce the chain used for someone else's transaction
+ * (none of ours can be mined there any more). Allocated and written in one database transaction.
+ */
+export async function reassignNonce(rt: Runtime, ctx: EvmContext, tx: Transaction, owner: string, chainPending: bigint): Promise<bigint | null> {
+  return rt.prisma.$transaction(async (db) => {
+    const [r] = await db.$queryRaw<{ nonce: bigint }[]>`
+      UPDATE relayers SET next_nonce = GREATEST(next_nonce, ${chainPending}) + 1
+      WHERE id = ${ctx.relayer.id} AND next_nonce IS NOT NULL
+      RETURNING next_nonce - 1 AS nonce`;
+    if (!r) return null;
+    const nonce = BigInt(r.nonce);
+    const n = await db.$executeRaw`
+      UPDATE transactions SET nonce = ${nonce}
+      WHERE id = ${tx.id} AND lease_owner = ${owner} AND lease_until = ${tx.leaseUntil?.toISOString() ?? null}::timestamp(3)`;
+    if (n === 0) throw new LeaseLost();
+    return nonce;
+  }).catch((e) => {
+    if (e instanceof LeaseLost) return null;
+    throw e;
+  });
+}
+
+class LeaseLost extends Error {}

@@ -1,0 +1,80 @@
+import { bumpFees, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
+import type { EvmContext } from './context.js';
+import type { EvmRpc } from './rpc.js';
+
+/** Fees as stored in JSON (decimal strings). */
+export type FeesJson = { gasPrice: string } | { maxFeePerGas: string; maxPriorityFeePerGas: string };
+
+export const feesToJson = (f: FeeParams): FeesJson =>
+  'gasPrice' in f ? { gasPrice: f.gasPrice.toString() } : { maxFeePerGas: f.maxFeePerGas.toString(), maxPriorityFeePerGas: f.maxPriorityFeePerGas.toString() };
+
+export const feesFromJson = (f: FeesJson): FeeParams =>
+  'gasPrice' in f ? { gasPrice: BigInt(f.gasPrice) } : { maxFeePerGas: BigInt(f.maxFeePerGas), maxPriorityFeePerGas: BigInt(f.maxPriorityFeePerGas) };
+
+/** The most a transaction may pay per gas under these fees. */
+export const maxPricePerGas = (f: FeeParams) => ('gasPrice' in f ? f.gasPrice : f.maxFeePerGas);
+
+// Market prices change once per block: one look per speed per second is plenty, and saves an RPC
+// round trip per transaction. A cache only; a stale price is at worst resubmitted with a bump.
+const TTL_MS = 1_000;
+
+export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise<FeeParams> {
+  const key = `${eip1559}:${speed}`;
+  const perRpc = cacheOf(rpc);
+  const hit = perRpc.get(key);
+  if (hit && Date.now() - hit.at < TTL_MS) return hit.fees;
+  const fees: Promise<FeeParams> = eip1559
+    ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }))
+    : legacyGasPrice(rpc, speed).then((gasPrice) => ({ gasPrice }));
+  perRpc.set(key, { at: Date.now(), fees });
+  fees.catch(() => perRpc.delete(key));
+  return fees;
+}
+
+const caches = new WeakMap<EvmRpc, Map<string, { at: number; fees: Promise<FeeParams> }>>();
+function cacheOf(rpc: EvmRpc) {
+  let c = caches.get(rpc);
+  if (!c) caches.set(rpc, (c = new Map()));
+  return c;
+}
+
+/** Speed-derived fees held to the relayer's gas_price_cap (explicit prices above it are refused at accept). */
+export function capFees(f: FeeParams, cap: bigint | undefined): FeeParams {
+  if (cap === undefined) return f;
+  if ('gasPrice' in f) return { gasPrice: f.gasPrice > cap ? cap : f.gasPrice };
+  const maxFeePerGas = f.maxFeePerGas > cap ? cap : f.maxFeePerGas;
+  return { maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : f.maxPriorityFeePerGas };
+}
+
+export type PriceRequest = { gasPrice?: string | null; maxFeePerGas?: string | null; maxPriorityFeePerGas?: string | null; speed?: Speed | null };
+
+/** Fees of a first broadcast: the client's explicit prices, else the market price for its speed. */
+export async function requestFees(ctx: EvmContext, req: PriceRequest): Promise<FeeParams> {
+  if (req.gasPrice != null) return { gasPrice: BigInt(req.gasPrice) };
+  if (req.maxFeePerGas != null && req.maxPriorityFeePerGas != null) {
+    return { maxFeePerGas: BigInt(req.maxFeePerGas), maxPriorityFeePerGas: BigInt(req.maxPriorityFeePerGas) };
+  }
+  return capFees(await marketFees(ctx.rpc, ctx.eip1559, req.speed ?? 'fast'), ctx.policy.gas_price_cap);
+}
+
+const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/**
+ * Fees for another broadcast at a nonce that already has one: each fee at least 10% above the
+ * previous broadcast (what nodes require of a replacement) and at least today's price, within the
+ * gas_price_cap. The type of the first broadcast is kept. `capped`: the cap stopped a full bump.
+ */
+export function replacementFees(ctx: EvmContext, prev: FeeParams, fresh: FeeParams): FeeParams & { capped: boolean } {
+  const cap = ctx.policy.gas_price_cap;
+  const bumped = bumpFees(prev, { capWei: cap });
+  if ('gasPrice' in bumped) {
+    const freshPrice = maxPricePerGas(fresh);
+    return { gasPrice: maxBig(bumped.gasPrice, cap === undefined || freshPrice <= cap ? freshPrice : cap), capped: bumped.capped };
+  }
+  const fresh1559 = 'gasPrice' in fresh ? { maxFeePerGas: fresh.gasPrice, maxPriorityFeePerGas: fresh.gasPrice } : fresh;
+  const limited = capFees(fresh1559, cap) as { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+  const maxFeePerGas = maxBig(bumped.maxFeePerGas, limited.maxFeePerGas);
+  let maxPriorityFeePerGas = maxBig(bumped.maxPriorityFeePerGas, limited.maxPriorityFeePerGas);
+  if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
+  return { maxFeePerGas, maxPriorityFeePerGas, capped: bumped.capped };
+}
