@@ -232,6 +232,7 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
       [{ network: 'stellar-local', operations: [payment()], fee_bump: true }, /fee_bump: only applies to a signed transaction_xdr/],
       [{ network: 'stellar-local', operations: [payment()], memo: { type: 'text', value: 'x'.repeat(29) } }, /memo.value: must be at most 28 bytes/],
       [{ network: 'stellar-local', operations: [payment()], memo: { type: 'hash', value: [1, 2, 3] } }, /memo.value/],
+      [{ network: 'stellar-local', operations: [payment()], memo: { type: 'id', value: -1 } }, /memo.value: must be a non-negative integer/],
       [{ network: 'stellar-local', operations: [payment('1.5')] }, /operations\[0\].amount: must be an integer number of stroops/],
       [{ network: 'stellar-local', operations: [{ ...payment(), destination: 'GNOPE' }] }, /operations\[0\].destination/],
       [{ network: 'stellar-local', operations: [payment()], valid_until: new Date(Date.now() - 60_000).toISOString() }, /valid_until: must be in the future/],

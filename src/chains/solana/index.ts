@@ -12,6 +12,7 @@ export {
 export { decodeSolanaTx, usesDurableNonce, MAX_TRANSACTION_SIZE, type DecodedSolanaTx, type SolanaMessage } from './transaction.js';
 export {
   prepareSolanaTx,
+  SolanaBlockhashExpiredError,
   type PreparedSolanaTx,
   type SolanaPrepareContext,
   type SolanaSignerLike,

@@ -32,7 +32,7 @@ export type PreparedSolanaTx = {
   blockhash: string;
   /** Past this block height the transaction can no longer land; null for durable-nonce transactions. */
   lastValidBlockHeight: bigint | null;
-  /** Fee in lamports, when the policy needed it. */
+  /** Fee in lamports, as the node quoted it (unknown when the blockhash expired meanwhile). */
   fee?: bigint;
 };
 
@@ -46,6 +46,11 @@ export type SolanaPrepareContext = {
 
 // Real blockhashes are valid for 150 blocks after the one they name.
 const BLOCKHASH_VALIDITY = 150n;
+
+/** The blockhash is missing or expired and cannot be replaced: other signers signed the message. */
+export class SolanaBlockhashExpiredError extends SolanaRequestError {
+  override name = 'SolanaBlockhashExpiredError';
+}
 
 function fail(reason: string): SolanaRequestError {
   return new SolanaRequestError(`transaction: ${reason}`, 'transaction');
@@ -79,7 +84,9 @@ export async function prepareSolanaTx(req: SolanaTransactionRequest, ctx: Solana
     if (!fresh && blockhash !== latest.blockhash) fresh = !(await ctx.rpc.isBlockhashValid(blockhash));
     if (fresh) {
       // Changing the message would invalidate the other signers' signatures.
-      if (others.length > 0) throw fail('blockhash is missing or expired and other signers have signed; re-sign with a recent blockhash');
+      if (others.length > 0) {
+        throw new SolanaBlockhashExpiredError('transaction: blockhash is missing or expired and other signers have signed; re-sign with a recent blockhash', 'transaction');
+      }
       blockhash = latest.blockhash;
       lastValidBlockHeight = latest.lastValidBlockHeight;
       messageBytes = getCompiledTransactionMessageEncoder().encode({
@@ -101,16 +108,14 @@ export async function prepareSolanaTx(req: SolanaTransactionRequest, ctx: Solana
   const wireSize = getTransactionEncoder().encode(unsigned).length;
   if (wireSize > MAX_TRANSACTION_SIZE) throw fail(`is ${wireSize} bytes, above the ${MAX_TRANSACTION_SIZE}-byte limit`);
 
-  let fee: bigint | undefined;
   let balance: bigint | undefined;
   const policy = ctx.policy;
-  if (policy?.max_allowed_fee_lamports !== undefined || policy?.min_balance !== undefined) {
-    const messageBase64 = getBase64Decoder().decode(messageBytes);
-    const quoted = await ctx.rpc.getFeeForMessage(messageBase64);
-    if (quoted === null) throw new Error('getFeeForMessage: blockhash not found (it expired while preparing); retry');
-    fee = quoted;
-    if (policy.min_balance !== undefined) balance = await ctx.rpc.getBalance(relayer);
-  }
+  const needsFee = policy?.max_allowed_fee_lamports !== undefined || policy?.min_balance !== undefined;
+  // Quoted for the record even when no policy needs it; then a blockhash that just expired only leaves it unknown.
+  const quoted = await ctx.rpc.getFeeForMessage(getBase64Decoder().decode(messageBytes));
+  if (quoted === null && needsFee) throw new Error('getFeeForMessage: blockhash not found (it expired while preparing); retry');
+  const fee = quoted ?? undefined;
+  if (policy?.min_balance !== undefined) balance = await ctx.rpc.getBalance(relayer);
   const checked: DecodedSolanaTx = { ...decoded, message: { ...message, lifetimeToken: blockhash as Blockhash }, wireSize };
   checkSolanaPolicy(checked, policy, { fee, balance });
 

@@ -269,6 +269,9 @@ export async function prepareFromXdr(
   checkSourceAccount(req, relayer);
   const parsed = decodeXdr(req.transaction_xdr, ctx.networkPassphrase);
   if (parsed instanceof FeeBumpTransaction) throw fieldError('transaction_xdr', 'is already a fee-bump transaction');
+  if (parsed.toEnvelope().switch().name === 'envelopeTypeTxV0') {
+    throw fieldError('transaction_xdr', 'uses the legacy v0 envelope; build it as a v1 transaction');
+  }
   let tx = parsed;
   const now = ctx.now ?? new Date();
   const nowSeconds = Math.floor(now.getTime() / 1000);

@@ -14,6 +14,7 @@ import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } fr
 import { StellarRequestError } from './errors.js';
 import { stellarPolicySchema, type StellarPolicy } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
+import { JsonRpcError } from './jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc.js';
 import { checkStellarTx, submitStellarTx, type StellarSubmitOutcome } from './status.js';
 import { clientCache, endpointsOf, FINAL_STATUSES, long, saveStep } from './step.js';
@@ -371,6 +372,8 @@ export const stellarFamily: ChainFamily<'stellar'> = {
       };
     } catch (e) {
       if (e instanceof StellarRequestError) throw badRequest(e.message);
+      // The node refused to simulate it: the request, not the service, is at fault.
+      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
   },

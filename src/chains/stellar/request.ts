@@ -71,7 +71,7 @@ const memo = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     type: z.literal('id'),
-    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v >= 0n, 'must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
   }),
   z.strictObject({ type: z.literal('hash'), value: bytes32 }),
   z.strictObject({ type: z.literal('return'), value: bytes32 }),
