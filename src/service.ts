@@ -15,10 +15,12 @@ import { redisBucket } from './graphql/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
+import { evmFamily } from './chains/evm/family.js';
 import { solanaFamily } from './chains/solana/family.js';
 import { stellarFamily } from './chains/stellar/family.js';
 import { registerFamily } from './modules/transactions/family.js';
 
+registerFamily('evm', evmFamily);
 registerFamily('solana', solanaFamily);
 registerFamily('stellar', stellarFamily);
 
