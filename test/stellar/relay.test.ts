@@ -25,6 +25,7 @@ const START_SEQ = 50_000_000n << 32n;
 const CONTRACT = 'CA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJUWDA';
 const RELAYER = 'stellar-relayer';
 const MANUAL = 'stellar-manual';
+const UNFUNDED = 'stellar-unfunded';
 
 const userKp = Keypair.random();
 const destKp = Keypair.random();
@@ -48,6 +49,7 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
   beforeAll(async () => {
     keys = await keystores();
     const key = await keys.create('stellar');
+    const unfundedKey = await keys.create('unfunded');
     relayer = Keypair.fromRawEd25519Seed(Buffer.from(key.seed));
     const accounts = [
       { address: relayer.publicKey(), balance: 1_000n * XLM, sequence: START_SEQ },
@@ -72,8 +74,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
         relayers: [
           { id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', notification_id: 'hooks', policies: {} },
           { id: MANUAL, name: 'Stellar relayer, manual ledgers', network: 'stellar-manual', network_type: 'stellar', paused: false, signer_id: 'stellar-key' },
+          // Its account was never created on the network.
+          { id: UNFUNDED, name: 'Stellar relayer without an account', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'unfunded-key' },
         ],
-        signers: [localSigner('stellar-key', key.file)],
+        signers: [localSigner('stellar-key', key.file), localSigner('unfunded-key', unfundedKey.file)],
         notifications: [{ id: 'hooks', type: 'webhook', url: receiver.url, signing_key: { type: 'plain', value: SIGNING_KEY } }],
         networks: [network('stellar-local', stub.url), network('stellar-manual', manual.url)],
       }),
@@ -92,6 +96,17 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     const res = await svc.request('GET', `/api/v1/relayers/${RELAYER}`);
     const body = (await res.json()) as any;
     expect(body.data).toMatchObject({ id: RELAYER, network: 'stellar-local', network_type: 'stellar', address: relayer.publicKey(), policies: {} });
+  });
+
+  it('disables a relayer whose account does not exist on the network, saying why', async () => {
+    const record = await waitFor('the start-up check', async () => {
+      const body = (await (await svc.request('GET', `/api/v1/relayers/${UNFUNDED}`)).json()) as any;
+      return body.data.system_disabled ? body.data : undefined;
+    });
+    expect(record.disabled_reason).toMatchObject({ type: 'AccountNotFound', details: expect.stringContaining('does not exist on network "stellar-local"') });
+    expectBadRequest(await send(svc, UNFUNDED, { network: 'stellar-local', operations: [payment()] }), /is disabled: .*does not exist/);
+    const healthy = (await (await svc.request('GET', `/api/v1/relayers/${RELAYER}`)).json()) as any;
+    expect(healthy.data.system_disabled).toBe(false);
   });
 
   it('builds a payment from operations, signs, submits and confirms it (REST), with every webhook', async () => {

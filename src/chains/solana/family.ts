@@ -4,6 +4,7 @@ import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
 import { badRequest } from '../../graphql/errors.js';
+import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
 import { findNetwork, type Runtime } from '../../runtime.js';
@@ -198,7 +199,16 @@ export const solanaFamily: ChainFamily<'solana'> = {
   },
 
   async checkRelayer(rt, relayer) {
-    const c = contextOf(rt, relayer);
-    await c.rpc.getLatestBlockhash();
+    let c: Ctx;
+    try {
+      c = contextOf(rt, relayer);
+    } catch (e) {
+      throw new RelayerCheckError('ConfigurationError', (e as Error).message);
+    }
+    try {
+      await c.rpc.getLatestBlockhash();
+    } catch (e) {
+      throw new RelayerCheckError('RpcUnavailable', `the Solana RPC of network "${relayer.network}" does not answer: ${(e as Error).message}`);
+    }
   },
 };

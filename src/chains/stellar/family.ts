@@ -5,6 +5,7 @@ import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import { badRequest } from '../../graphql/errors.js';
+import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
@@ -395,12 +396,26 @@ export const stellarFamily: ChainFamily<'stellar'> = {
   },
 
   async checkRelayer(rt, relayer) {
-    const c = contextOf(rt, relayer);
-    const { passphrase } = await c.rpc.getNetwork();
-    if (passphrase !== c.passphrase) throw new Error(`the RPC serves network "${passphrase}", not "${c.passphrase}"`);
-    const account = await c.rpc.getAccount(relayer.address);
-    if (!account) throw new Error(`the relayer account ${relayer.address} does not exist on the network`);
-    // The account may have been used elsewhere: never allocate a number the chain has passed.
-    await rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${account.sequence + 1n} WHERE id = ${relayer.id} AND next_nonce < ${account.sequence + 1n}`;
+    let c: Ctx;
+    try {
+      c = contextOf(rt, relayer);
+    } catch (e) {
+      throw new RelayerCheckError('ConfigurationError', (e as Error).message);
+    }
+    let passphrase: string;
+    let account: Awaited<ReturnType<StellarRpc['getAccount']>>;
+    try {
+      ({ passphrase } = await c.rpc.getNetwork());
+      account = await c.rpc.getAccount(relayer.address);
+    } catch (e) {
+      throw new RelayerCheckError('RpcUnavailable', `the Stellar RPC of network "${relayer.network}" does not answer: ${(e as Error).message}`);
+    }
+    if (passphrase !== c.passphrase) {
+      throw new RelayerCheckError('NetworkMismatch', `the RPC serves the network "${passphrase}", but network "${relayer.network}" has passphrase "${c.passphrase}"`);
+    }
+    if (!account) throw new RelayerCheckError('AccountNotFound', `the relayer account ${relayer.address} does not exist on network "${relayer.network}"`);
+    // The account may have been used elsewhere meanwhile: never hand out a number the chain has passed.
+    const next = account.sequence + 1n;
+    await rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${next} WHERE id = ${relayer.id} AND next_nonce < ${next}`;
   },
 };
