@@ -24,6 +24,9 @@ const schema = z.object({
   RATE_LIMIT_BURST_SIZE: z.coerce.number().int().positive().default(300),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   WEBHOOK_BLOCK_PRIVATE_TARGETS: bool.default(false),
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(1_000),
+  WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().positive().default(600_000),
+  WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
 });
@@ -40,7 +43,8 @@ export type Env = {
   devnet: boolean;
   devnetPort: number;
   rateLimit: { perSecond: number; burst: number };
-  webhook: { timeoutMs: number; blockPrivateTargets: boolean };
+  /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
+  webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
 };
@@ -68,7 +72,13 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     devnet: e.DEVNET ?? e.CONFIG_PATH === undefined,
     devnetPort: e.DEVNET_PORT,
     rateLimit: { perSecond: e.RATE_LIMIT_REQUESTS_PER_SECOND, burst: e.RATE_LIMIT_BURST_SIZE },
-    webhook: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, blockPrivateTargets: e.WEBHOOK_BLOCK_PRIVATE_TARGETS },
+    webhook: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      blockPrivateTargets: e.WEBHOOK_BLOCK_PRIVATE_TARGETS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxDelayMs: e.WEBHOOK_RETRY_MAX_DELAY_MS,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+    },
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
   };

@@ -1,6 +1,7 @@
 import { claimDue, release } from './db/lease.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
+import { startDeliveryWorker } from './modules/notifications/delivery.js';
 import { startRelayerChecks } from './modules/relayers/checks.js';
 import type { NetworkType } from './modules/relayers/policies.js';
 import { familyOf } from './modules/transactions/family.js';
@@ -14,7 +15,7 @@ const BATCH = 100;
  * picks up the work of one that died) and lets the chain family advance each by one step, the
  * whole batch at once when the family can.
  */
-function startTransactionWorker(rt: Runtime) {
+function startTransactionWorker(rt: Runtime, onWorked: () => void) {
   const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
   let started = false;
   return startLoop(
@@ -54,6 +55,8 @@ function startTransactionWorker(rt: Runtime) {
           );
         }),
       );
+      // Steps usually change statuses, which queue webhook events: send them now, not at the next poll.
+      onWorked();
       return ids.length === BATCH;
     },
     { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
@@ -61,7 +64,8 @@ function startTransactionWorker(rt: Runtime) {
 }
 
 export function startWorkers(rt: Runtime) {
-  const loops = [startTransactionWorker(rt)];
+  const deliveries = startDeliveryWorker(rt);
+  const loops = [startTransactionWorker(rt, deliveries.wake), deliveries];
   rt.wake = () => loops.forEach((l) => l.wake());
   const checks = startRelayerChecks(rt);
   return { stop: () => Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined) };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { Prisma, type Notification } from '../../generated/prisma/client.js';
-import { badRequest, conflict, notificationNotFound } from '../../graphql/errors.js';
+import { Prisma, type Delivery, type DeliveryStatus, type Notification } from '../../generated/prisma/client.js';
+import { AppError, badRequest, conflict, notificationNotFound } from '../../graphql/errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
 import { paged, toPage } from '../shared/page.js';
@@ -78,4 +78,42 @@ export async function deleteNotification(rt: Runtime, id: string): Promise<Notif
   }
   await rt.prisma.notification.delete({ where: { id } });
   return n;
+}
+
+export const deliveryNotFound = (id: string) => new AppError('NOT_FOUND', `Delivery with ID ${id} not found`);
+
+/** A notification's deliveries, newest first. */
+export async function listDeliveries(rt: Runtime, notificationId: string, opts: { status?: DeliveryStatus | null; page?: number | null; perPage?: number | null }) {
+  const p = toPage(opts.page, opts.perPage);
+  const where = { notificationId, ...(opts.status ? { status: opts.status } : {}) };
+  const [items, total] = await Promise.all([
+    rt.prisma.delivery.findMany({ where, orderBy: { seq: 'desc' }, skip: p.skip, take: p.perPage }),
+    rt.prisma.delivery.count({ where }),
+  ]);
+  return paged(p, items, total);
+}
+
+export async function getDelivery(rt: Runtime, id: string): Promise<Delivery> {
+  const d = await rt.prisma.delivery.findUnique({ where: { id } }).catch(() => null);
+  if (!d) throw deliveryNotFound(id);
+  return d;
+}
+
+/**
+ * Queues a failed or delivered event again, byte for byte (same event id, so receivers can tell a
+ * repeat). It keeps its place in its transaction's order: later pending events wait behind it.
+ */
+export async function redeliver(rt: Runtime, id: string): Promise<Delivery> {
+  const { count } = await rt.prisma.delivery.updateMany({
+    where: { id, status: { in: ['failed', 'delivered'] } },
+    data: { status: 'pending', attempts: 0, dueAt: new Date(), deliveredAt: null },
+  });
+  if (count === 0) {
+    await getDelivery(rt, id);
+    throw badRequest(`delivery ${id} is already queued`);
+  }
+  // Read before waking the sender, so the answer shows the delivery queued, not already sent.
+  const queued = await getDelivery(rt, id);
+  rt.wake();
+  return queued;
 }

@@ -2,6 +2,7 @@ import { builder, pageArgs, PaginationRef } from '../../graphql/builder.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { Relayer } from '../relayers/schema.js';
 import { badRequest } from '../../graphql/errors.js';
+import { listenNow } from '../notifications/live.js';
 import { getRelayer } from '../relayers/service.js';
 import { publicState } from './record.js';
 import { cancelTransaction, replaceTransaction } from './cancel.js';
@@ -143,18 +144,23 @@ builder.mutationFields((t) => ({
 builder.subscriptionFields((t) => ({
   transactionUpdated: t.field({
     type: Transaction,
-    description: 'Every status change of one transaction, or of all transactions of a relayer.',
+    description:
+      'Every status change of one transaction, or of all transactions of a relayer (new transactions included), from the moment of subscribing: the same changes, in the same order, as the transaction_update webhooks.',
     args: { transactionId: t.arg.id({ required: false }), relayerId: t.arg.id({ required: false }) },
     subscribe: async (_, a, ctx) => {
-      if (a.transactionId) {
-        await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);
-        return ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId));
+      if (!a.transactionId && !a.relayerId) throw badRequest('give transactionId or relayerId');
+      // Listening starts before the checks, so no change published once this returns is missed.
+      const updates = a.transactionId
+        ? listenNow(ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId)))
+        : listenNow(ctx.rt.pubsub.subscribe('transaction:relayer', String(a.relayerId)));
+      try {
+        if (a.transactionId) await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);
+        else await getRelayer(ctx.rt, String(a.relayerId));
+      } catch (e) {
+        await updates.return();
+        throw e;
       }
-      if (a.relayerId) {
-        await getRelayer(ctx.rt, String(a.relayerId));
-        return ctx.rt.pubsub.subscribe('transaction:relayer', String(a.relayerId));
-      }
-      throw badRequest('give transactionId or relayerId');
+      return updates;
     },
     resolve: (tx) => tx,
   }),
