@@ -83,6 +83,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     // 2. Decide what each needs, and sign.
     const toSign: Work[] = [];
     const toBroadcast: Work[] = [];
+    let stuckAbove = false;
     const now = Date.now();
     for (const w of active()) {
       if (w.tx.nonce === null || w.st.phase === 'mined') continue;
@@ -91,10 +92,14 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
       else if (w.st.phase === 'signed') toBroadcast.push(w);
       else if (w.st.phase === 'broadcast') {
         const since = now - Date.parse(w.st.acceptedAt ?? w.tx.updatedAt.toISOString());
-        if (since >= resubmitMs(ctx)) toSign.push(w);
-        else w.dueInMs = Math.min(pollMs(ctx), resubmitMs(ctx) - since);
+        if (since >= resubmitMs(ctx)) {
+          toSign.push(w);
+          if (nonceOf(w) > latest) stuckAbove = true;
+        } else w.dueInMs = Math.min(pollMs(ctx), resubmitMs(ctx) - since);
       }
     }
+    // Stuck behind a lower nonce: make sure every nonce below is held by a transaction.
+    if (stuckAbove) await fillGapsNow(rt, ctx, log);
     const { signed, resend } = await signAll(ctx, toSign, log);
     await persist(rt, owner, signed, false);
     toBroadcast.push(...resend, ...signed.filter((w) => !w.lost && w.st.phase === 'signed'));
@@ -469,8 +474,19 @@ async function broadcastAll(rt: Runtime, ctx: EvmContext, works: Work[], log: Ru
     if (verdict === 'nonce-gap') gap = true;
     if (verdict === 'invalid') log.warn({ transactionId: w.tx.id, error: (a.error as Error).message }, 'broadcast refused');
   });
-  if (gap) await reconcileNonces(rt, ctx).catch((err) => log.warn({ err }, 'nonce reconciliation failed'));
+  if (gap) await fillGapsNow(rt, ctx, log);
   return accepted;
+}
+
+// A cache of when each relayer's nonces were last reconciled here, so a stuck relayer is not
+// reconciled on every step; any instance may do it, at most this often each.
+const lastReconciled = new Map<string, number>();
+
+async function fillGapsNow(rt: Runtime, ctx: EvmContext, log: Runtime['log']) {
+  const last = lastReconciled.get(ctx.relayer.id) ?? 0;
+  if (Date.now() - last < 10_000) return;
+  lastReconciled.set(ctx.relayer.id, Date.now());
+  await reconcileNonces(rt, ctx).catch((err) => log.warn({ err }, 'nonce reconciliation failed'));
 }
 
 function onBroadcast(ctx: EvmContext, w: Work, verdict: BroadcastVerdict | 'ok', error: Error | undefined): boolean {
