@@ -8,7 +8,7 @@ import { startWorkers } from '../../src/workers.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
-import { expectBadRequest, keystores, localSigner, send, SIGNING_KEY, startReceiver, waitFor, waitForStatus, xSignatureValid } from '../stellar/support.js';
+import { expectBadRequest, keystores, localSigner, send, SIGNING_KEY, startReceiver, subscribe, waitFor, waitForStatus, xSignatureValid } from '../stellar/support.js';
 import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, party, setComputeUnitLimit, SOL, transferSol, type Party } from './support.js';
 
 const RELAYER = 'solana-relayer';
@@ -79,9 +79,11 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
     await receiver?.close();
   });
 
-  it('signs a user transfer as fee payer, submits it and tracks it to finalized (REST), with every webhook', async () => {
+  it('signs a user transfer as fee payer, submits it and tracks it to finalized (REST), with every webhook and live update', async () => {
     const destBefore = s.balance(s.dest.address);
     const relayerBefore = s.balance(s.relayer);
+    const live = subscribe(svc, `subscription($r: ID!) { transactionUpdated(relayerId: $r) { id status hash networkData } }`, { r: RELAYER });
+    expect((await live.opened).status).toBe(200);
     const wire = await s.userTransfer(SOL / 4n);
     const r = await send(svc, RELAYER, { transaction: wire });
     expect(r.status, JSON.stringify(r.json)).toBe(200);
@@ -102,6 +104,13 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
     const events = receiver.received.filter((e) => e.body.payload?.id === id);
     expect(events.every(xSignatureValid)).toBe(true);
     expect(events.at(-1)!.body.payload).toMatchObject({ payload_type: 'transaction', status: 'confirmed', network_type: 'solana', signature: done.hash });
+
+    // GraphQL subscribers see the same changes, in the same order.
+    const mine = () => live.events.map((e) => e.data.transactionUpdated).filter((t) => t.id === id);
+    await waitFor('five live updates', () => mine().length >= 5);
+    await live.close();
+    expect(mine().map((t) => t.status)).toEqual(['pending', 'sent', 'submitted', 'mined', 'confirmed']);
+    expect(mine().at(-1)).toMatchObject({ hash: done.hash, networkData: { signature: done.hash, slot: done.slot } });
   });
 
   it('fills in a missing blockhash and replaces an expired one when the relayer is the only signer (GraphQL)', async () => {

@@ -331,6 +331,24 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     expect(String(q.data.transaction.nonce)).toBe((seqBefore + 1n).toString());
   });
 
+  it('reports a transaction included in a ledger whose operation failed as failed, its sequence number used', async () => {
+    const seqBefore = stub.account(relayer.publicKey())!.sequence;
+    const balanceBefore = stub.account(relayer.publicKey())!.balance;
+    // More than the relayer holds: the payment fails when applied, the fee is still charged.
+    const r = await send(svc, RELAYER, { network: 'stellar-local', operations: [payment((10_000n * XLM).toString())] });
+    expect(r.status).toBe(200);
+    const done = await waitForStatus(svc, RELAYER, r.json.data.id, ['confirmed', 'failed', 'expired']);
+    expect(done.status).toBe('failed');
+    expect(done.status_reason).toMatch(/^included in ledger \d+ but failed: an operation failed \(tx_failed \(operations\[0\]: payment_underfunded\)\)$/);
+    expect(done).toMatchObject({ result_code: 'tx_failed', ledger: expect.any(Number) });
+    expect(stub.account(relayer.publicKey())).toEqual({ sequence: seqBefore + 1n, balance: balanceBefore - 100n });
+    // No gap: the next one needs no correction.
+    const next = await send(svc, RELAYER, { network: 'stellar-local', operations: [payment()] });
+    const nextDone = await waitForStatus(svc, RELAYER, next.json.data.id, ['confirmed', 'failed', 'expired']);
+    expect(nextDone.status, nextDone.status_reason).toBe('confirmed');
+    expect(nextDone.sequence_number).toBe((seqBefore + 2n).toString());
+  });
+
   it('takes a new sequence number when the account was used outside the service', async () => {
     const outside = stub.account(relayer.publicKey())!.sequence + 5n;
     stub.setAccount(relayer.publicKey(), { sequence: outside });
