@@ -245,6 +245,29 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(s.stub.svm.getTransaction(signed.hash as never)).toBeNull();
   });
 
+  it('after a crash between sending and recording it, sends the same signed bytes again: applied once', async () => {
+    const destBefore = s.balance(s.dest.address);
+    const r = await send(s.svc, RELAYER, { transaction: await s.userTransfer(SOL / 20n) });
+    const id = r.json.data.id;
+    await step(id);
+    const signed = await row(id);
+    const state = signed.chainState as { wire: string; signature: string };
+    expect(state.signature).toBe(signed.hash);
+    // The previous run got this far: the node has it, the row does not know.
+    const rpc = await fetch(s.stub.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [state.wire, { encoding: 'base64' }] }),
+    });
+    expect(((await rpc.json()) as any).result).toBe(signed.hash);
+    await step(id);
+    expect(await row(id)).toMatchObject({ status: 'submitted', hash: signed.hash, hashes: [signed.hash] });
+    s.stub.advance(10);
+    await step(id);
+    expect((await row(id)).status).toBe('confirmed');
+    expect(s.balance(s.dest.address)).toBe(destBefore + SOL / 20n);
+  });
+
   it('expires a co-signed transaction whose blockhash expired before it was sent (the relayer cannot renew it)', async () => {
     const userBefore = s.balance(s.user.address);
     const r = await send(s.svc, RELAYER, { transaction: await s.userTransfer() });

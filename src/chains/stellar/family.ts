@@ -259,8 +259,15 @@ async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
       return;
     case 'pending': {
       const polls = state.polls + 1;
-      // Nodes may drop queued transactions: send the same envelope again now and then.
-      if (polls % RESEND_EVERY === 0) return afterSend(rt, c, tx, { ...state, polls }, await submitStellarTx(c.rpc, state.envelope));
+      // Nodes may drop queued transactions: send the same envelope again now and then. A node that
+      // accepted it once may still hold it, so only a verdict on the sequence number or the time
+      // bound changes anything; otherwise it is tracked until its time bound passes.
+      if (polls % RESEND_EVERY === 0) {
+        const outcome = await submitStellarTx(c.rpc, state.envelope);
+        if (outcome.outcome === 'rejected' && (outcome.code === 'tx_bad_seq' || outcome.code === 'tx_too_late')) {
+          return afterSend(rt, c, tx, { ...state, polls }, outcome);
+        }
+      }
       await saveStep(rt, tx, { chainState: asJson({ ...state, polls }) }, c.pollMs);
     }
   }
