@@ -60,13 +60,22 @@ export async function readMigrations(): Promise<bindings.MigrationList> {
 
 export const noFilter = { externalTables: [], externalEnums: [] };
 
-/** Applies every migration in prisma/migrations not yet applied; returns the names applied. */
-export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
-  const engine = await openSchemaEngine(factory);
-  try {
-    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(), filters: noFilter });
-    return appliedMigrationNames;
-  } finally {
-    engine.free();
+/**
+ * Applies every migration in prisma/migrations not yet applied; returns the names applied.
+ * Instances starting together on one database queue on the engine's migration lock; one that
+ * gives up waiting tries again and finds the work done.
+ */
+export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFactory, attempts = 5): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    const engine = await openSchemaEngine(factory);
+    try {
+      const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(), filters: noFilter });
+      return appliedMigrationNames;
+    } catch (e) {
+      if (attempt >= attempts || !/timed out|lock/i.test(String((e as Error).message))) throw e;
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    } finally {
+      engine.free();
+    }
   }
 }
