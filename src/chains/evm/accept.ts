@@ -77,7 +77,11 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
       gasLimit = TRANSFER_GAS;
     } else {
       try {
-        gasLimit = await estimateGasWithMargin(ctx.rpc, { from: relayer.address as Address, to: to ?? undefined, data: data ?? undefined, value: req.value });
+        gasLimit =
+          to && !data && !(await hasCode(ctx, to))
+            ? // What eth_estimateGas answers for a plain transfer to an account without code, without asking.
+              (TRANSFER_GAS * 11n + 9n) / 10n
+            : await estimateGasWithMargin(ctx.rpc, { from: relayer.address as Address, to: to ?? undefined, data: data ?? undefined, value: req.value });
       } catch (e) {
         if (e instanceof RpcError) throw badRequest(`gas_limit: estimation failed: ${revertReason(e).replace(/^execution reverted: (?=insufficient)/i, '')}`);
         // The network is unreachable: the pipeline estimates before signing instead.
@@ -134,3 +138,20 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
 }
 
 export const readPayload = (request: unknown) => request as EvmPayload;
+
+// Whether an address holds code, per endpoint list, for a few seconds: a plain transfer to an
+// account without code needs no gas estimate. A cache only; a miss asks the chain.
+const CODE_TTL_MS = 5_000;
+const codeCache = new WeakMap<object, Map<string, { at: number; has: Promise<boolean> }>>();
+
+function hasCode(ctx: EvmContext, address: string): Promise<boolean> {
+  let cache = codeCache.get(ctx.rpc);
+  if (!cache) codeCache.set(ctx.rpc, (cache = new Map()));
+  const key = address.toLowerCase();
+  const hit = cache.get(key);
+  if (hit && Date.now() - hit.at < CODE_TTL_MS) return hit.has;
+  const has = ctx.rpc.request<Hex>('eth_getCode', [address, 'latest']).then((code) => code !== '0x' && code !== '0x0');
+  cache.set(key, { at: Date.now(), has });
+  has.catch(() => cache.delete(key));
+  return has;
+}

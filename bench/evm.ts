@@ -1,0 +1,191 @@
+// EVM relay throughput, in one run, against one local chain (anvil, mining each transaction as it
+// arrives):
+//   direct   N transactions signed beforehand and sent straight to anvil by a plain client
+//            (eth_sendRawTransaction), timed until the last one is mined: the chain's own limit;
+//   accepted N sends through the relayer's send route (POST /api/v1/relayers/{id}/transactions),
+//            timed until the last answer;
+//   e2e      the same N sends, timed until the relayer reports every one confirmed.
+// Both use the same number of concurrent clients over HTTP keep-alive. The relayer runs as its own
+// process (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url>.
+//
+//   npx tsx bench/evm.ts [--count 2000] [--concurrency 64] [--postgres postgres://...]
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { mnemonicToAccount } from 'viem/accounts';
+import { ANVIL_DEFAULT_MNEMONIC, freePort, startAnvil } from '../src/chains/evm/anvil.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
+const RECEIVER = '0x000000000000000000000000000000000000dEaD';
+
+const { values: args } = parseArgs({
+  options: {
+    count: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '64' },
+    postgres: { type: 'string' },
+    warmup: { type: 'string', default: '300' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const N = Number(args.count);
+const C = Number(args.concurrency);
+
+const agent = new Agent({ keepAlive: true, maxSockets: C + 8 });
+
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const u = new URL(url);
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function rpc<T = any>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const { body } = await post(url, { jsonrpc: '2.0', id: 1, method, params });
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+/** Runs `task(i)` for i in [0, n) with `c` concurrent workers. */
+async function pool(n: number, c: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(Array.from({ length: c }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
+  while (!(await check())) await new Promise((r) => setTimeout(r, pollMs));
+}
+
+// ---- direct: a plain client straight to anvil -----------------------------------------------
+
+async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
+  const account = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: accountIndex });
+  const start = Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest']));
+  const gasPrice = BigInt(await rpc(anvilUrl, 'eth_gasPrice'));
+  const signed = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      account.signTransaction({ chainId: 31337, type: 'eip1559', to: RECEIVER, value: 1n, gas: 21_000n, nonce: start + i, maxFeePerGas: gasPrice * 3n, maxPriorityFeePerGas: 1n }),
+    ),
+  );
+  const t0 = performance.now();
+  await pool(N, C, async (i) => {
+    await rpc(anvilUrl, 'eth_sendRawTransaction', [signed[i]]);
+  });
+  await waitUntil(async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest'])) >= start + N);
+  return N / ((performance.now() - t0) / 1000);
+}
+
+// ---- through the relayer --------------------------------------------------------------------
+
+async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const config = {
+    relayers: [{ id: 'bench', name: 'bench', network: 'localnet', network_type: 'evm', signer_id: 'dev', policies: {} }],
+    signers: [{ id: 'dev', type: 'local', config: { path: path.join(ROOT, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } }],
+    notifications: [],
+    networks: [{ type: 'evm', network: 'localnet', chain_id: 31337, required_confirmations: 1, rpc_urls: [anvilUrl], features: ['eip1559'], average_blocktime_ms: 1000 }],
+  };
+  await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
+  const port = await freePort();
+  const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      API_KEY,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      CONFIG_PATH: path.join(dir, 'config.json'),
+      DATA_DIR: dir,
+      DEVNET: 'false',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_REQUESTS_PER_SECOND: '1000000',
+      RATE_LIMIT_BURST_SIZE: '1000000',
+      ...(args.postgres ? { DATABASE_URL: args.postgres } : {}),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(async () => fetch(`${url}/v1/health`).then((r) => r.ok, () => false), 200);
+  return { url, child };
+}
+
+const CONFIRMED = `query { relayerTransactions(relayerId: "bench", status: confirmed, perPage: 1) { pagination { totalItems } } }`;
+
+async function confirmedCount(url: string): Promise<number> {
+  const { body } = await post(`${url}/graphql`, { query: CONFIRMED }, { authorization: `Bearer ${API_KEY}` });
+  return body.data.relayerTransactions.pagination.totalItems;
+}
+
+async function throughRelayer(url: string, n: number, already: number): Promise<{ accepted: number; e2e: number }> {
+  const t0 = performance.now();
+  let failed = 0;
+  await pool(n, C, async (i) => {
+    const res = await post(`${url}/api/v1/relayers/bench/transactions`, { to: RECEIVER, value: i + 1 }, { authorization: `Bearer ${API_KEY}` });
+    if (res.status !== 200) failed++;
+  });
+  const t1 = performance.now();
+  if (failed) throw new Error(`${failed} sends were refused`);
+  await waitUntil(async () => (await confirmedCount(url)) >= already + n, 50);
+  const t2 = performance.now();
+  return { accepted: n / ((t1 - t0) / 1000), e2e: n / ((t2 - t0) / 1000) };
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+const anvil = await startAnvil({ accounts: 4 });
+const dir = await mkdtemp(path.join(tmpdir(), 'bench-evm-'));
+let relayer: { url: string; child: ChildProcess } | undefined;
+try {
+  relayer = await startRelayer(anvil.url, dir);
+  // Warm up both paths (JIT, connection pools, caches) before measuring.
+  const warm = Number(args.warmup);
+  await throughRelayer(relayer.url, warm, 0);
+  await direct(anvil.url, 1);
+  // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
+  const rounds: { chain: number; accepted: number; e2e: number }[] = [];
+  let done = warm;
+  for (let r = 0; r < Number(args.rounds); r++) {
+    const chain = await direct(anvil.url, 1 + (r % 3));
+    const { accepted, e2e } = await throughRelayer(relayer.url, N, done);
+    done += N;
+    rounds.push({ chain, accepted, e2e });
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const f = (x: number) => x.toFixed(0).padStart(6);
+  const m = { chain: median(rounds.map((r) => r.chain)), accepted: median(rounds.map((r) => r.accepted)), e2e: median(rounds.map((r) => r.e2e)) };
+  const acceptedRatio = median(rounds.map((r) => r.accepted / r.chain));
+  const e2eRatio = median(rounds.map((r) => r.e2e / r.chain));
+  console.log(`EVM relay, ${N} transactions per round, ${rounds.length} rounds, ${C} concurrent clients, database: ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
+  for (const [i, r] of rounds.entries()) {
+    console.log(`  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})`);
+  }
+  console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
+  console.log(`          send route                    ${f(m.accepted)} accepted/s    ratio ${acceptedRatio.toFixed(2)} of direct`);
+  console.log(`          through the relayer (e2e)     ${f(m.e2e)} confirmed/s   ratio ${e2eRatio.toFixed(2)} of direct (target >= 0.50)`);
+} finally {
+  relayer?.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, process.env.BENCH_CPU_PROFILE ? 5000 : 500));
+  relayer?.child.kill('SIGKILL');
+  await anvil.stop();
+  await rm(dir, { recursive: true, force: true });
+  agent.destroy();
+}
