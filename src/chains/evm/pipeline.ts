@@ -282,14 +282,15 @@ async function explainReverts(ctx: EvmContext, reverted: { w: Work; b: Broadcast
 /** The chain passed our nonce and no broadcast of ours is mined: someone else used it. */
 async function orphaned(rt: Runtime, ctx: EvmContext, owner: string, w: Work, log: Runtime['log']) {
   const now = Date.now();
-  // Nodes behind a load balancer can disagree for a moment: act only on a lasting observation.
-  const settle = Math.max(3_000, 2 * ctx.blocktimeMs);
-  if (!w.st.orphanSince) {
+  // Nodes behind a load balancer can disagree for a moment: when one of our broadcasts might be the
+  // one mined, act only on a lasting observation. With nothing of ours at this nonce, act at once.
+  const settle = candidates(w).length === 0 ? 0 : Math.max(3_000, 2 * ctx.blocktimeMs);
+  if (!w.st.orphanSince && settle > 0) {
     w.st.orphanSince = nowIso();
     w.dueInMs = Math.min(settle, Math.max(pollMs(ctx), 1_000));
     return;
   }
-  if (now - Date.parse(w.st.orphanSince) < settle) {
+  if (settle > 0 && now - Date.parse(w.st.orphanSince!) < settle) {
     w.dueInMs = Math.min(settle, Math.max(pollMs(ctx), 1_000));
     return;
   }

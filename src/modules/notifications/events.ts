@@ -22,6 +22,20 @@ export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' 
   });
 }
 
+/** emitTransactionUpdate for many changes at once (one INSERT), in the order given. */
+export async function emitTransactionUpdates(tx: Tx, updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[]) {
+  const data = updates
+    .filter((u) => u.relayer.notificationId)
+    .map(({ relayer, transaction }) => {
+      const id = randomUUID();
+      const event = 'transaction_update';
+      const payload = { payload_type: 'transaction', ...transactionRecord(transaction) };
+      const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
+      return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body };
+    });
+  if (data.length > 0) await tx.delivery.createMany({ data });
+}
+
 export async function emitRelayerState(tx: Tx, relayer: Relayer) {
   await enqueue(tx, relayer.notificationId, relayer.id, null, 'relayer_state_update', {
     payload_type: 'relayer',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdate } from '../notifications/events.js';
+import { emitTransactionUpdates } from '../notifications/events.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
 
@@ -102,7 +102,7 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Transaction[]
     const created = await db.transaction.createManyAndReturn({ data });
     const byId = new Map(created.map((t) => [t.id, t]));
     const rows = data.map((d) => byId.get(d.id as string)!);
-    if (relayer.notificationId) for (const tx of rows) await emitTransactionUpdate(db, relayer, tx);
+    await emitTransactionUpdates(db, rows.map((transaction) => ({ relayer, transaction })));
     return rows;
   });
 }

@@ -1,6 +1,6 @@
 import type { Prisma, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdate } from '../notifications/events.js';
+import { emitTransactionUpdate, emitTransactionUpdates } from '../notifications/events.js';
 
 /**
  * The one way a transaction changes after it is accepted: the row, the webhook delivery of a
@@ -145,10 +145,13 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       const relayerIds = [...new Set(reported.map((t) => t.relayerId))];
       const relayers = await db.relayer.findMany({ where: { id: { in: relayerIds } }, select: { id: true, notificationId: true } });
       const byId = new Map(relayers.map((r) => [r.id, r]));
-      for (const tx of reported) {
-        const relayer = byId.get(tx.relayerId);
-        if (relayer?.notificationId) await emitTransactionUpdate(db, relayer, tx);
-      }
+      await emitTransactionUpdates(
+        db,
+        reported.flatMap((transaction) => {
+          const relayer = byId.get(transaction.relayerId);
+          return relayer ? [{ relayer, transaction }] : [];
+        }),
+      );
     }
     return reported;
   });
