@@ -188,11 +188,8 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
   await saveStep(rt, tx, { status: 'sent', hash: built.hash, hashes: { push: built.hash }, chainState: asJson(state) }, 0);
 }
 
+// Past its time bound the network answers tx_too_late (expired); the ledger's clock decides, not ours.
 async function sendStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState): Promise<void> {
-  if (state.maxTime && Date.now() > Date.parse(state.maxTime)) {
-    await saveStep(rt, tx, { status: 'expired', statusReason: `its time bound ${state.maxTime} passed before a node accepted it` }, null);
-    return;
-  }
   const outcome = await submitStellarTx(c.rpc, state.envelope);
   await afterSend(rt, c, tx, state, outcome);
 }
