@@ -1,4 +1,4 @@
-import SchemaBuilder from '@pothos/core';
+import SchemaBuilder, { type ObjectParam } from '@pothos/core';
 import DirectivesPlugin from '@pothos/plugin-directives';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../generated/pothos-types.js';
@@ -56,3 +56,15 @@ export const PaginationRef = builder
       totalItems: t.exposeInt('totalItems'),
     }),
   });
+
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+/** A page of `item`s with its pagination: what every list field returns. */
+export function pageOf(name: string, item: ObjectParam<Types>) {
+  return builder.objectRef<{ items: unknown[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>(name).implement({
+    fields: (t) => ({
+      items: t.field({ type: [item], resolve: (p) => p.items as never }),
+      pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+    }),
+  });
+}

@@ -1,4 +1,4 @@
-import { builder, pageArgs, PaginationRef } from '../../graphql/builder.js';
+import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
 import {
   createNotification,
   deleteNotification,
@@ -38,13 +38,7 @@ export const Delivery = builder.prismaObject('Delivery', {
   }),
 });
 
-const DeliveryPage = builder.objectRef<{ items: object[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>('DeliveryPage');
-DeliveryPage.implement({
-  fields: (t) => ({
-    items: t.field({ type: [Delivery], resolve: (p) => p.items as never }),
-    pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
-  }),
-});
+const DeliveryPage = pageOf('DeliveryPage', Delivery);
 
 export const Notification = builder.prismaObject('Notification', {
   fields: (t) => ({
@@ -64,13 +58,7 @@ export const Notification = builder.prismaObject('Notification', {
   }),
 });
 
-const NotificationPage = builder.objectRef<{ items: object[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>('NotificationPage');
-NotificationPage.implement({
-  fields: (t) => ({
-    items: t.field({ type: [Notification], resolve: (p) => p.items as never }),
-    pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
-  }),
-});
+const NotificationPage = pageOf('NotificationPage', Notification);
 
 builder.queryFields((t) => ({
   notifications: t.field({

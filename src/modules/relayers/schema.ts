@@ -1,4 +1,4 @@
-import { builder, pageArgs, PaginationRef } from '../../graphql/builder.js';
+import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from './service.js';
 
@@ -48,13 +48,7 @@ export const Relayer = builder.prismaObject('Relayer', {
   }),
 });
 
-const RelayerPage = builder.objectRef<{ items: object[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>('RelayerPage');
-RelayerPage.implement({
-  fields: (t) => ({
-    items: t.field({ type: [Relayer], resolve: (p) => p.items as never }),
-    pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
-  }),
-});
+const RelayerPage = pageOf('RelayerPage', Relayer);
 
 builder.queryFields((t) => ({
   relayers: t.field({

@@ -1,4 +1,4 @@
-import { builder, pageArgs, PaginationRef } from '../../graphql/builder.js';
+import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { Relayer } from '../relayers/schema.js';
 import { badRequest } from '../../graphql/errors.js';
@@ -47,13 +47,7 @@ export const Transaction = builder.prismaObject('Transaction', {
   }),
 });
 
-export const TransactionPage = builder.objectRef<{ items: object[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>('TransactionPage');
-TransactionPage.implement({
-  fields: (t) => ({
-    items: t.field({ type: [Transaction], resolve: (p) => p.items as never }),
-    pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
-  }),
-});
+export const TransactionPage = pageOf('TransactionPage', Transaction);
 
 builder.prismaObjectField(Relayer, 'transactions', (t) =>
   t.field({
