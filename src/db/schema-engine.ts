@@ -67,7 +67,14 @@ export const noFilter = { externalTables: [], externalEnums: [] };
  */
 export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFactory, attempts = 5): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
-    const engine = await openSchemaEngine(factory);
+    // The engine never closes the connections it opens, and one of them holds the migration lock:
+    // close them ourselves, or the next instance to start waits for that lock in vain.
+    const opened: { dispose(): Promise<void> }[] = [];
+    const tracked: SqlMigrationAwareDriverAdapterFactory = Object.create(factory, {
+      connect: { value: async () => keep(opened, await factory.connect()) },
+      connectToShadowDb: { value: async () => keep(opened, await factory.connectToShadowDb()) },
+    });
+    const engine = await openSchemaEngine(tracked);
     try {
       const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(), filters: noFilter });
       return appliedMigrationNames;
@@ -76,6 +83,12 @@ export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFac
       await new Promise((r) => setTimeout(r, 500 * attempt));
     } finally {
       engine.free();
+      await Promise.all(opened.map((a) => a.dispose().catch(() => {})));
     }
   }
+}
+
+function keep<T extends { dispose(): Promise<void> }>(list: { dispose(): Promise<void> }[], adapter: T): T {
+  list.push(adapter);
+  return adapter;
 }
