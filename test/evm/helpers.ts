@@ -52,6 +52,20 @@ export const waitStatus = (svc: TestService, id: string, status: string, ms?: nu
 
 export { startTestService, evmConfig };
 
+/** Waits until one of the transaction's broadcasts that `match` (as the node shows it) is known to the node. */
+export async function waitBroadcast(svc: TestService, url: string, id: string, match: (onChain: any) => boolean, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const tx = await getTx(svc, id);
+    for (const h of [...tx.hashes].reverse()) {
+      const onChain = await rpc(url, 'eth_getTransactionByHash', [h]);
+      if (onChain && match(onChain)) return { tx, hash: h as string, onChain };
+    }
+    if (Date.now() > deadline) throw new Error(`no matching broadcast of ${id} reached the node: ${JSON.stringify(tx)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Anvil's unlocked dev account #1: sends "from elsewhere" without touching the relayer's account. */
 export const OTHER_ACCOUNT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 

@@ -7,6 +7,11 @@ import type { EvmContext } from './context.js';
 import type { EvmState } from './state.js';
 import type { Hex } from 'viem';
 
+/** The account's nonce in the latest block: every nonce below it is mined. */
+export async function latestNonce(ctx: EvmContext): Promise<bigint> {
+  return BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']));
+}
+
 export async function chainNonces(ctx: EvmContext): Promise<{ latest: bigint; pending: bigint }> {
   const [latest, pending] = await Promise.all([
     ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']),

@@ -7,7 +7,7 @@ import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, pollMs, resubmitMs, type EvmContext } from './context.js';
 import { classifyBroadcastError, revertReason, type BroadcastVerdict } from './errors.js';
 import { estimateGasWithMargin, type FeeParams } from './fees.js';
-import { chainNonces, reassignNonce, reconcileNonces } from './nonces.js';
+import { chainNonces, latestNonce, reassignNonce, reconcileNonces } from './nonces.js';
 import { capFees, feesFromJson, feesToJson, marketFees, maxPricePerGas, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc.js';
 import { lastBroadcast, payloadSigned, readState, type Broadcast, type EvmState, type NoopOutcome } from './state.js';
@@ -77,7 +77,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     for (const w of works.filter((x) => x.tx.nonce === null)) wait(w, 'waiting for a nonce', 1_000);
 
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
-    const { latest } = await chainNonces(ctx);
+    const latest = await latestNonce(ctx);
     await resolve(rt, ctx, owner, active().filter((w) => w.tx.nonce !== null), latest, log);
 
     // 2. Decide what each needs, and sign.
@@ -107,8 +107,8 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     // 3. Broadcast, in nonce order, then look again at once: a fast chain may have mined them already.
     const accepted = await broadcastAll(rt, ctx, toBroadcast, log);
     if (accepted.length > 0) {
-      const again = await chainNonces(ctx).catch(() => null);
-      if (again) await resolve(rt, ctx, owner, accepted.filter((w) => !w.lost), again.latest, log);
+      const again = await latestNonce(ctx).catch(() => null);
+      if (again !== null) await resolve(rt, ctx, owner, accepted.filter((w) => !w.lost), again, log);
     }
   } catch (e) {
     if (!(e instanceof RpcUnavailableError)) throw e;
