@@ -256,6 +256,40 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     expect(bad.errors![0].extensions.detail).toBe('valid_until: must be in the future');
   });
 
+  it('reports mined until the network\'s required_confirmations are reached, then confirmed', async () => {
+    const network = svc.rt.config.networks.get('evm:localnet')!;
+    network.requiredConfirmations = 3;
+    try {
+      const tx = await sendOk(svc);
+      const mined = await waitStatus(svc, tx.id, 'mined');
+      expect(mined.confirmedAt).toBeNull();
+      await rpc(url, 'evm_mine');
+      await rpc(url, 'evm_mine');
+      const done = await waitStatus(svc, tx.id, 'confirmed');
+      expect(done.confirmedAt).not.toBeNull();
+      expect(await reportedStatuses(svc, tx.id)).toEqual(['pending', 'sent', 'submitted', 'mined', 'confirmed']);
+    } finally {
+      network.requiredConfirmations = 1;
+    }
+  });
+
+  it('accepts a transaction while the network is unreachable, and estimates, signs and sends it once it is back', async () => {
+    await waitStatus(svc, (await sendOk(svc)).id, 'confirmed');
+    proxy.set(false);
+    let tx;
+    try {
+      // With data, the gas limit needs an estimate from the node.
+      tx = await sendOk(svc, { to: RECEIVER, value: '3', data: '0x1234' });
+      const waiting = await waitFor(svc, tx.id, (t) => /network cannot be reached/.test(t.statusReason ?? ''));
+      expect(waiting).toMatchObject({ status: 'pending', gasLimit: null, hash: null });
+    } finally {
+      proxy.set(true);
+    }
+    const done = await waitStatus(svc, tx.id, 'confirmed', 40_000);
+    expect(done.gasLimit).toBeGreaterThanOrEqual(21000);
+    expect(done.statusReason).toBeNull();
+  });
+
   it('refuses new transactions while the relayer is paused', async () => {
     expect((await svc.gql(UPDATE, { id: RELAYER, input: { paused: true } })).errors).toBeUndefined();
     try {
