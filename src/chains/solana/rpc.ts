@@ -1,6 +1,6 @@
-import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../stellar/jsonrpc.js';
+import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../jsonrpc.js';
 
-export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../stellar/jsonrpc.js';
+export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../jsonrpc.js';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
 

@@ -1,5 +1,5 @@
 import { getBase58Decoder, getTransactionDecoder } from '@solana/kit';
-import { JsonRpcError } from '../stellar/jsonrpc.js';
+import { JsonRpcError } from '../jsonrpc.js';
 import type { SolanaRpc } from './rpc.js';
 
 /**

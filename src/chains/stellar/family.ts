@@ -15,7 +15,7 @@ import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } fr
 import { StellarRequestError } from './errors.js';
 import { stellarPolicySchema, type StellarPolicy } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
-import { JsonRpcError } from './jsonrpc.js';
+import { JsonRpcError } from '../jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc.js';
 import { checkStellarTx, submitStellarTx, type StellarSubmitOutcome } from './status.js';
 import { clientCache, endpointsOf, FINAL_STATUSES, long, saveStep } from './step.js';

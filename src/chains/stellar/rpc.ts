@@ -1,7 +1,7 @@
 import { StrKey, xdr, type rpc as sdkRpc } from '@stellar/stellar-sdk';
-import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from './jsonrpc.js';
+import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../jsonrpc.js';
 
-export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from './jsonrpc.js';
+export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../jsonrpc.js';
 
 // Raw (un-parsed) Stellar RPC payloads, as the SDK types them.
 export type RawSimulateResponse = sdkRpc.Api.RawSimulateTransactionResponse;
