@@ -9,7 +9,7 @@ import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
 import { findNetwork, type Runtime } from '../../runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
-import { clientCache, endpointsOf, FINAL_STATUSES, long, saveStep } from '../stellar/step.js';
+import { clientCache, contextForCheck, endpointsOf, long, relayerOfStep, saveStep } from '../step.js';
 import { SolanaRequestError } from './errors.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
@@ -189,8 +189,8 @@ export const solanaFamily: ChainFamily<'solana'> = {
   },
 
   async process(rt, tx) {
-    if (FINAL_STATUSES.has(tx.status)) return void (await saveStep(rt, tx, {}, null));
-    const relayer = await rt.prisma.relayer.findUniqueOrThrow({ where: { id: tx.relayerId } });
+    const relayer = await relayerOfStep(rt, tx);
+    if (!relayer) return;
     const c = contextOf(rt, relayer);
     const state = tx.chainState as unknown as SolanaState | null;
     if (!state?.wire) return signStep(rt, c, tx);
@@ -199,12 +199,7 @@ export const solanaFamily: ChainFamily<'solana'> = {
   },
 
   async checkRelayer(rt, relayer) {
-    let c: Ctx;
-    try {
-      c = contextOf(rt, relayer);
-    } catch (e) {
-      throw new RelayerCheckError('ConfigurationError', (e as Error).message);
-    }
+    const c = contextForCheck(() => contextOf(rt, relayer));
     try {
       await c.rpc.getLatestBlockhash();
     } catch (e) {

@@ -18,7 +18,7 @@ import { parseStellarRequest, type StellarTransactionRequest } from './request.j
 import { JsonRpcError } from '../jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc.js';
 import { checkStellarTx, submitStellarTx, type StellarSubmitOutcome } from './status.js';
-import { clientCache, endpointsOf, FINAL_STATUSES, long, saveStep } from './step.js';
+import { clientCache, contextForCheck, endpointsOf, FINAL_STATUSES, long, relayerOfStep, saveStep } from '../step.js';
 
 interface Ctx {
   relayer: Relayer;
@@ -390,8 +390,8 @@ export const stellarFamily: ChainFamily<'stellar'> = {
   },
 
   async process(rt, tx) {
-    if (FINAL_STATUSES.has(tx.status)) return void (await saveStep(rt, tx, {}, null));
-    const relayer = await rt.prisma.relayer.findUniqueOrThrow({ where: { id: tx.relayerId } });
+    const relayer = await relayerOfStep(rt, tx);
+    if (!relayer) return;
     const c = contextOf(rt, relayer);
     const state = tx.chainState as unknown as StellarState | null;
     if (!state?.envelope) return signStep(rt, c, tx);
@@ -400,12 +400,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
   },
 
   async checkRelayer(rt, relayer) {
-    let c: Ctx;
-    try {
-      c = contextOf(rt, relayer);
-    } catch (e) {
-      throw new RelayerCheckError('ConfigurationError', (e as Error).message);
-    }
+    const c = contextForCheck(() => contextOf(rt, relayer));
     let passphrase: string;
     let account: Awaited<ReturnType<StellarRpc['getAccount']>>;
     try {

@@ -1,9 +1,9 @@
-// Pipeline plumbing shared by the Stellar and Solana families (it lives here for the same reason
-// as jsonrpc.ts: the two chain folders are the ones their owners may touch).
-import type { RpcEndpoint } from '../../config/load.js';
-import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
-import { updateTransaction } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+// Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
+import type { RpcEndpoint } from '../config/load.js';
+import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
+import { RelayerCheckError } from '../modules/relayers/checks.js';
+import { updateTransaction } from '../modules/transactions/store.js';
+import type { Runtime } from '../runtime.js';
 
 export const FINAL_STATUSES: ReadonlySet<Transaction['status']> = new Set(['confirmed', 'failed', 'expired', 'canceled']);
 
@@ -25,6 +25,27 @@ export async function saveStep(
   }
   if (nextInMs === 0) rt.wake();
   return saved;
+}
+
+/**
+ * The start of every `process` call: a row already final only gives its lease back (null);
+ * any other gets its relayer, for the family to run the step the row's chain state calls for.
+ */
+export async function relayerOfStep(rt: Runtime, tx: Transaction): Promise<Relayer | null> {
+  if (FINAL_STATUSES.has(tx.status)) {
+    await saveStep(rt, tx, {}, null);
+    return null;
+  }
+  return rt.prisma.relayer.findUniqueOrThrow({ where: { id: tx.relayerId } });
+}
+
+/** For `checkRelayer`: the family's context, a failure to build it being the relayer's configuration error. */
+export function contextForCheck<C>(build: () => C): C {
+  try {
+    return build();
+  } catch (e) {
+    throw new RelayerCheckError('ConfigurationError', (e as Error).message);
+  }
 }
 
 /** The relayer's own RPC URLs when it has any, else its network's. */
