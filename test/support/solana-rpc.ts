@@ -2,8 +2,6 @@
 // in-process LiteSVM; the stand-in adds what LiteSVM has no notion of: slots
 // advancing on a timer, block heights, blockhash expiry, and commitment levels
 // (processed -> confirmed -> finalized) for getSignatureStatuses.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   address as toAddress,
   getBase58Decoder,
@@ -14,6 +12,7 @@ import {
   type Transaction,
 } from '@solana/kit';
 import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
+import { RpcFault, startJsonRpcServer } from './jsonrpc-server.js';
 
 export type SolanaRpcStub = {
   url: string;
@@ -88,16 +87,6 @@ function errorJson(err: ReturnType<FailedTransactionMetadata['err']>): unknown {
   return String(err);
 }
 
-class RpcFault extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-  }
-}
-
 export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpcStub> {
   const lifetime = opts.blockhashLifetime ?? 20;
   const confirmedAfter = opts.confirmedAfter ?? 1;
@@ -109,7 +98,6 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
   let height = 1;
   let lastValidBlockHeight = height + lifetime;
   const landed = new Map<string, { slot: number; err: unknown }>();
-  const calls: string[] = [];
   const b58 = getBase58Decoder();
 
   function advance(n = 1): void {
@@ -257,43 +245,25 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
     }
   }
 
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      let id: unknown = null;
-      let reply: object;
-      try {
-        const msg = JSON.parse(body);
-        id = msg.id ?? null;
-        calls.push(String(msg.method));
-        reply = { jsonrpc: '2.0', id, result: dispatch(String(msg.method), Array.isArray(msg.params) ? msg.params : []) };
-      } catch (err) {
-        const fault = err instanceof RpcFault ? err : new RpcFault(-32602, `invalid params: ${(err as Error).message}`);
-        reply = { jsonrpc: '2.0', id, error: { code: fault.code, message: fault.message, ...(fault.data ? { data: fault.data } : {}) } };
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(reply));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const server = await startJsonRpcServer(
+    (method, params) => dispatch(method, Array.isArray(params) ? params : []),
+    (err) => new RpcFault(-32602, `invalid params: ${err.message}`),
+  );
   const slotMs = opts.slotMs ?? 100;
   const timer = slotMs > 0 ? setInterval(() => advance(), slotMs) : undefined;
   timer?.unref();
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: server.url,
+    port: server.port,
     svm,
-    calls,
+    calls: server.calls,
     slot: () => slot,
     blockHeight: () => height,
     advance,
     async stop() {
       if (timer) clearInterval(timer);
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     },
   };
 }

@@ -1,8 +1,6 @@
 // A local stand-in for Stellar RPC: enough of the JSON-RPC API, with enough of
 // the ledger rules (signatures, sequence numbers, fees, time bounds, native
 // payments), to run the relayer's Stellar path end to end without a network.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   Address,
   FeeBumpTransaction,
@@ -14,6 +12,7 @@ import {
   TransactionBuilder,
   xdr,
 } from '@stellar/stellar-sdk';
+import { RpcFault, startJsonRpcServer } from './jsonrpc-server.js';
 
 export type StellarStubAccount = { address: string; balance: bigint; sequence: bigint };
 
@@ -47,15 +46,6 @@ type Recorded = {
   envelopeXdr: string;
   resultXdr: string;
 };
-
-class RpcFault extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const i64 = (n: bigint) => xdr.Int64.fromString(n.toString());
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -110,7 +100,6 @@ export async function startStellarRpc(opts: {
   let queue: Pending[] = [];
   const results = new Map<string, Recorded>();
   let forcedStatus: 'TRY_AGAIN_LATER' | undefined;
-  const calls: string[] = [];
 
   function innerOf(env: Envelope): Transaction {
     return env instanceof FeeBumpTransaction ? env.innerTransaction : env;
@@ -397,40 +386,21 @@ export async function startStellarRpc(opts: {
     }
   }
 
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      let id: unknown = null;
-      let reply: object;
-      try {
-        const msg = JSON.parse(body);
-        id = msg.id ?? null;
-        calls.push(String(msg.method));
-        const params = msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params) ? msg.params : {};
-        reply = { jsonrpc: '2.0', id, result: dispatch(String(msg.method), params) };
-      } catch (err) {
-        const fault = err instanceof RpcFault ? err : new RpcFault(-32603, (err as Error).message);
-        reply = { jsonrpc: '2.0', id, error: { code: fault.code, message: fault.message } };
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(reply));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const server = await startJsonRpcServer(
+    (method, params) => dispatch(method, params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {}),
+    (err) => new RpcFault(-32603, err.message),
+  );
   const interval = opts.ledgerIntervalMs ?? 200;
   const timer = interval > 0 ? setInterval(closeLedger, interval) : undefined;
   timer?.unref();
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    calls,
+    url: server.url,
+    port: server.port,
+    calls: server.calls,
     async stop() {
       if (timer) clearInterval(timer);
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     },
     ledger: () => ({ sequence: ledgerSeq, closeTime }),
     account(address) {
