@@ -1,3 +1,5 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from './config/load.js';
 import { startAnvil } from './chains/evm/anvil.js';
 import type { Logger } from './log.js';
@@ -7,20 +9,43 @@ export const DEVNET_NETWORK = 'devnet';
 
 /**
  * Starts anvil for the config's `devnet` EVM network and points that network at it, so a new
- * user can send a transaction right after `npm start`.
+ * user can send a transaction right after `npm start`. The chain is kept beside the database
+ * (DATA_DIR/devnet-state.json), so the nonces and transactions the database remembers are still
+ * on it after a restart.
  */
-export async function startDevnet(config: Config, port: number, log: Logger) {
+export async function startDevnet(config: Config, port: number, dataDir: string, log: Logger) {
   const network = config.networks.get(`evm:${DEVNET_NETWORK}`);
   if (!network) {
     log.warn('DEVNET is on but the config has no evm network named "devnet": no devnet started');
     return undefined;
   }
-  const anvil = await startAnvil({ port, chainId: network.chainId }).catch((e: Error) => {
+  await mkdir(dataDir, { recursive: true });
+  const statePath = path.join(dataDir, 'devnet-state.json');
+  const pidFile = path.join(dataDir, 'devnet.pid');
+  await stopOrphan(pidFile, log);
+  const anvil = await startAnvil({ port, chainId: network.chainId, statePath }).catch((e: Error) => {
     if (!/in use/i.test(e.message)) throw e;
     log.warn({ port }, 'devnet port in use: starting anvil on a free port');
-    return startAnvil({ port: 0, chainId: network.chainId });
+    return startAnvil({ port: 0, chainId: network.chainId, statePath });
   });
+  if (anvil.process.pid) await writeFile(pidFile, String(anvil.process.pid));
   network.rpcUrls = [{ url: anvil.url, weight: 100 }];
   log.info({ url: anvil.url, chainId: anvil.chainId }, 'devnet (anvil) started');
   return anvil;
+}
+
+/**
+ * The anvil of a previous run whose service was killed outright is still running: stop it (it
+ * writes the chain state as it exits) before starting ours on the same state.
+ */
+async function stopOrphan(pidFile: string, log: Logger) {
+  const pid = Number(await readFile(pidFile, 'utf8').catch(() => ''));
+  if (!pid) return;
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!cmdline.includes('anvil')) return;
+  log.warn({ pid }, 'stopping the devnet left running by a previous run');
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 100 && (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

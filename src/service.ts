@@ -54,7 +54,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
   const apiKey = await resolveApiKey(env, log);
   const config = await loadConfig(env.configPath);
   const signers = await loadSigners(config);
-  const devnet = env.devnet ? await startDevnet(config, env.devnetPort, log) : undefined;
+  const devnet = env.devnet ? await startDevnet(config, env.devnetPort, env.dataDir, log) : undefined;
   const db = await openDatabase({ databaseUrl: env.databaseUrl, dataDir: env.dataDir }).catch(async (e) => {
     await devnet?.stop();
     throw e;

@@ -26,6 +26,8 @@ export type AnvilOptions = {
   balance?: number | bigint;
   /** Default true: drop anvil's output instead of forwarding it. */
   silent?: boolean;
+  /** Keep the chain in this file: loaded at start, written every few seconds and on exit. */
+  statePath?: string;
   startTimeoutMs?: number;
 };
 
@@ -108,6 +110,7 @@ async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> 
   if (opts.mnemonic !== undefined) args.push('--mnemonic', opts.mnemonic);
   if (opts.accounts !== undefined) args.push('--accounts', String(opts.accounts));
   if (opts.balance !== undefined) args.push('--balance', String(opts.balance));
+  if (opts.statePath !== undefined) args.push('--state', opts.statePath, '--state-interval', '2');
 
   const silent = opts.silent ?? true;
   const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
