@@ -1,18 +1,9 @@
 import {
   AccountRole,
   address,
-  appendTransactionMessageInstructions,
-  compileTransaction,
-  createTransactionMessage,
-  generateKeyPair,
-  getAddressFromPublicKey,
   getBase64EncodedWireTransaction,
   getTransactionDecoder,
   getTransactionEncoder,
-  partiallySignTransaction,
-  pipe,
-  setTransactionMessageFeePayer,
-  setTransactionMessageLifetimeUsingBlockhash,
   signBytes,
   type Address,
   type Blockhash,
@@ -34,56 +25,12 @@ import {
   type SolanaSignerLike,
 } from '../../src/chains/solana/index.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
+import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH as ZERO_BLOCKHASH, party, setComputeUnitLimit, SOL, SYSTEM, transferSol, type Party } from '../solana/support.js';
 
-const SOL = 1_000_000_000n;
-const SYSTEM = address('11111111111111111111111111111111');
-const COMPUTE_BUDGET = address('ComputeBudget111111111111111111111111111111');
 const TOKEN = address('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
-const ZERO_BLOCKHASH = '11111111111111111111111111111111' as Blockhash;
-
-type Party = { address: Address; keyPair: CryptoKeyPair };
-
-async function party(): Promise<Party> {
-  const keyPair = await generateKeyPair();
-  return { keyPair, address: await getAddressFromPublicKey(keyPair.publicKey) };
-}
 
 function signerFor(p: Party): SolanaSignerLike {
   return { kind: 'solana', address: p.address, sign: (msg) => signBytes(p.keyPair.privateKey, msg) };
-}
-
-function transferSol(from: Address, to: Address, amount: bigint): Instruction {
-  const data = new Uint8Array(12);
-  const view = new DataView(data.buffer);
-  view.setUint32(0, 2, true);
-  view.setBigUint64(4, amount, true);
-  return {
-    programAddress: SYSTEM,
-    accounts: [
-      { address: from, role: AccountRole.WRITABLE_SIGNER },
-      { address: to, role: AccountRole.WRITABLE },
-    ],
-    data,
-  };
-}
-
-function setComputeUnitLimit(units: number): Instruction {
-  const data = new Uint8Array(5);
-  data[0] = 2;
-  new DataView(data.buffer).setUint32(1, units, true);
-  return { programAddress: COMPUTE_BUDGET, data };
-}
-
-/** Builds a transaction with `feePayer` and signs it with `signers` (not the fee payer). */
-async function buildTx(feePayer: Address, instructions: Instruction[], blockhash: Blockhash, signers: CryptoKeyPair[] = []) {
-  const message = pipe(
-    createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayer(feePayer, m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash, lastValidBlockHeight: 0n }, m),
-    (m) => appendTransactionMessageInstructions(instructions, m),
-  );
-  const tx = compileTransaction(message);
-  return getBase64EncodedWireTransaction(signers.length ? await partiallySignTransaction(signers, tx) : tx);
 }
 
 let relayerParty: Party;

@@ -1,10 +1,13 @@
 import { createHmac } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import type { Transaction, TransactionStatus } from '../../src/generated/prisma/client.js';
 import { emitTransactionUpdate } from '../../src/modules/notifications/events.js';
 import { publishTransaction, updateTransaction } from '../../src/modules/transactions/store.js';
 import type { Runtime } from '../../src/runtime.js';
-import { API_KEY, DEV_ADDRESS, evmConfig } from '../support/service.js';
-import type { Received } from './receiver.js';
+import { API_KEY, DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+import { startReceiver, type Received } from './receiver.js';
+
+export { subscribe } from '../support/subscribe.js';
 
 export const SIGNING_KEY = 'hook-signing-key-do-not-leak';
 
@@ -57,63 +60,24 @@ export function signaturesOf(r: Received, key = SIGNING_KEY) {
   };
 }
 
+/**
+ * For the enclosing suite: a receiver, and the service on anvil with the relayer's notification
+ * pointing at it (hookConfig). Read `env.svc` / `env.receiver` inside tests.
+ */
+export function hookedService() {
+  const env = {} as { receiver: Awaited<ReturnType<typeof startReceiver>>; svc: TestService };
+  beforeAll(async () => {
+    env.receiver = await startReceiver();
+    env.svc = await startTestService({ anvil: true, config: hookConfig(env.receiver.url) });
+  });
+  afterAll(async () => {
+    await env.svc?.stop();
+    await env.receiver?.close();
+  });
+  return env;
+}
+
 /** Statuses a receiver saw for one transaction, in arrival order. */
 export const statusesFor = (received: Received[], txId: string) =>
   received.filter((r) => r.body?.event === 'transaction_update' && r.body.payload.id === txId).map((r) => r.body.payload.status as string);
 
-/**
- * Opens a GraphQL subscription over SSE through the app (no port) and collects its `next` payloads.
- * `ready` resolves once the stream is open.
- */
-export function subscribe(app: { fetch(r: Request): Promise<Response> }, query: string, variables: object, token: string | null = API_KEY) {
-  const events: any[] = [];
-  const controller = new AbortController();
-  const response = app.fetch(
-    new Request('http://relayer.test/graphql', {
-      method: 'POST',
-      headers: { accept: 'text/event-stream', 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ query, variables }),
-      signal: controller.signal,
-    }),
-  );
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  const decoder = new TextDecoder();
-  const done = (async () => {
-    const res = await response;
-    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return;
-    reader = res.body.getReader();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = block
-            .split('\n')
-            .filter((l) => l.startsWith('data: '))
-            .map((l) => l.slice(6))
-            .join('\n');
-          if (event === 'next' && data) events.push(JSON.parse(data));
-        }
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
-  return {
-    response,
-    events,
-    /** Resolves when the server ends the stream (or close() is called). */
-    ended: done,
-    async close() {
-      controller.abort();
-      await reader?.cancel().catch(() => {});
-      await done;
-    },
-  };
-}

@@ -1,32 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, startAnvil } from '../../src/chains/evm/anvil.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { hookConfig, signaturesOf, statusesFor, subscribe } from './helpers.js';
+import { startTestService } from '../support/service.js';
+import { hookConfig, hookedService, signaturesOf, statusesFor, subscribe } from './helpers.js';
 import { startReceiver, waitFor } from './receiver.js';
 
 const BY_RELAYER = 'subscription($r: ID!) { transactionUpdated(relayerId: $r) { id status hash } }';
 
 describe('webhooks and subscriptions from the EVM pipeline on anvil', () => {
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let svc: TestService;
-  beforeAll(async () => {
-    receiver = await startReceiver();
-    svc = await startTestService({ anvil: true, config: hookConfig(receiver.url) });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-    await receiver?.close();
-  });
+  const env = hookedService();
 
   it('a transaction sent through REST is reported, change by change, identically by webhook and by subscription', async () => {
-    const stream = subscribe(svc.app, BY_RELAYER, { r: 'evm-relayer' });
+    const stream = subscribe(env.svc.app, BY_RELAYER, { r: 'evm-relayer' });
     await stream.response;
-    const res = await svc.request('POST', '/api/v1/relayers/evm-relayer/transactions', { value: 1, to: '0x000000000000000000000000000000000000dEaD' });
+    const res = await env.svc.request('POST', '/api/v1/relayers/evm-relayer/transactions', { value: 1, to: '0x000000000000000000000000000000000000dEaD' });
     expect(res.status).toBe(200);
     const { data } = await res.json();
 
-    await waitFor(() => statusesFor(receiver.received, data.id).at(-1) === 'confirmed', 'the confirmed event', 30_000);
-    const webhook = statusesFor(receiver.received, data.id);
+    await waitFor(() => statusesFor(env.receiver.received, data.id).at(-1) === 'confirmed', 'the confirmed event', 30_000);
+    const webhook = statusesFor(env.receiver.received, data.id);
     await waitFor(() => stream.events.filter((e) => e.data.transactionUpdated.id === data.id).length === webhook.length, 'the stream');
     await stream.close();
 
@@ -35,7 +26,7 @@ describe('webhooks and subscriptions from the EVM pipeline on anvil', () => {
     expect(new Set(webhook).size).toBe(webhook.length);
     expect(stream.events.map((e) => e.data.transactionUpdated).filter((t) => t.id === data.id).map((t) => t.status)).toEqual(webhook);
 
-    const mine = receiver.received.filter((r) => r.body.payload?.id === data.id);
+    const mine = env.receiver.received.filter((r) => r.body.payload?.id === data.id);
     for (const r of mine) expect(signaturesOf(r)).toMatchObject({ xSignatureValid: true, timestampedValid: true });
     const confirmed = mine.at(-1)!.body.payload;
     expect(confirmed).toMatchObject({ relayer_id: 'evm-relayer', to: '0x000000000000000000000000000000000000dEaD', value: '1', status: 'confirmed' });

@@ -1,33 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../support/service.js';
-import { LIFECYCLE, acceptTransaction, hookConfig, statusesFor, subscribe, walk } from './helpers.js';
-import { startReceiver, waitFor } from './receiver.js';
+import { describe, expect, it } from 'vitest';
+import { LIFECYCLE, acceptTransaction, hookedService, statusesFor, subscribe, walk } from './helpers.js';
+import { waitFor } from './receiver.js';
 
 const BY_RELAYER = 'subscription($r: ID!) { transactionUpdated(relayerId: $r) { id status relayerId } }';
 const BY_TRANSACTION = 'subscription($t: ID!) { transactionUpdated(transactionId: $t) { id status hash } }';
 
 describe('transactionUpdated over server-sent events', () => {
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let svc: TestService;
-  beforeAll(async () => {
-    receiver = await startReceiver();
-    svc = await startTestService({ anvil: true, config: hookConfig(receiver.url) });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-    await receiver?.close();
-  });
+  const env = hookedService();
 
   it('streams the same status sequence as the webhook, per relayer and per transaction', async () => {
-    const relayerStream = subscribe(svc.app, BY_RELAYER, { r: 'evm-relayer' });
+    const relayerStream = subscribe(env.svc.app, BY_RELAYER, { r: 'evm-relayer' });
     expect((await relayerStream.response).headers.get('content-type')).toContain('text/event-stream');
-    const tx = await acceptTransaction(svc.rt);
-    const txStream = subscribe(svc.app, BY_TRANSACTION, { t: tx.id });
+    const tx = await acceptTransaction(env.svc.rt);
+    const txStream = subscribe(env.svc.app, BY_TRANSACTION, { t: tx.id });
     await txStream.response;
-    await walk(svc.rt, tx.id);
+    await walk(env.svc.rt, tx.id);
 
-    await waitFor(() => statusesFor(receiver.received, tx.id).length === 5, 'the webhooks');
-    const webhook = statusesFor(receiver.received, tx.id);
+    await waitFor(() => statusesFor(env.receiver.received, tx.id).length === 5, 'the webhooks');
+    const webhook = statusesFor(env.receiver.received, tx.id);
     await waitFor(() => relayerStream.events.length === 5 && txStream.events.length === 4, 'the streams');
     await relayerStream.close();
     await txStream.close();
@@ -40,11 +30,11 @@ describe('transactionUpdated over server-sent events', () => {
   });
 
   it('needs the API key', async () => {
-    const stream = subscribe(svc.app, BY_RELAYER, { r: 'evm-relayer' }, null);
+    const stream = subscribe(env.svc.app, BY_RELAYER, { r: 'evm-relayer' }, null);
     const res = await stream.response;
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] });
-    const wrong = subscribe(svc.app, BY_RELAYER, { r: 'evm-relayer' }, 'not-the-key-0123456789-0123456789-0123456789');
+    const wrong = subscribe(env.svc.app, BY_RELAYER, { r: 'evm-relayer' }, 'not-the-key-0123456789-0123456789-0123456789');
     expect((await wrong.response).status).toBe(401);
   });
 
@@ -53,7 +43,7 @@ describe('transactionUpdated over server-sent events', () => {
       [BY_TRANSACTION, { t: 'no-such-tx' }, 'Transaction with ID no-such-tx not found'],
       [BY_RELAYER, { r: 'no-such-relayer' }, 'Relayer with ID no-such-relayer not found'],
     ] as const) {
-      const stream = subscribe(svc.app, query, variables);
+      const stream = subscribe(env.svc.app, query, variables);
       await stream.ended;
       expect(stream.events).toHaveLength(1);
       expect(stream.events[0].errors).toMatchObject([{ message, extensions: { code: 'NOT_FOUND' } }]);

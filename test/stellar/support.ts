@@ -8,6 +8,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { encryptKeystore } from '../../src/signers/keystore.js';
 import type { TestService } from '../support/service.js';
+import { subscribe as subscribeOverSse } from '../support/subscribe.js';
 
 export const KEYSTORE_PASSPHRASE = 'test-passphrase';
 export const SIGNING_KEY = 'webhook-signing-key-0123456789abcdef';
@@ -108,46 +109,6 @@ export function expectBadRequest(r: { status: number; json: any }, pattern: RegE
 
 /** A GraphQL subscription over SSE through the app (no port): its `next` payloads, as they come. */
 export function subscribe(svc: TestService, query: string, variables: object) {
-  const events: any[] = [];
-  const controller = new AbortController();
-  const opened = svc.app.fetch(
-    new Request('http://relayer.test/graphql', {
-      method: 'POST',
-      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${svc.apiKey}` },
-      body: JSON.stringify({ query, variables }),
-      signal: controller.signal,
-    }),
-  );
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  const reading = (async () => {
-    const res = await opened;
-    reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-          if (/^event: next$/m.test(block) && data) events.push(JSON.parse(data));
-        }
-      }
-    } catch {
-      // closed
-    }
-  })();
-  return {
-    events,
-    opened,
-    async close() {
-      controller.abort();
-      await reader?.cancel().catch(() => {});
-      await reading;
-    },
-  };
+  const { events, response, close } = subscribeOverSse(svc.app, query, variables, svc.apiKey);
+  return { events, opened: response, close };
 }
