@@ -9,14 +9,14 @@ import type { Db } from './client.js';
 export async function claimDue(
   prisma: Db,
   table: 'transactions' | 'deliveries',
-  opts: { owner: string; limit: number; leaseMs: number; where: string },
+  opts: { owner: string; limit: number; leaseMs: number; where: string; orderBy?: string },
 ): Promise<string[]> {
   const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
     `UPDATE ${table} SET lease_owner = $1, lease_until = now() + ($2 || ' milliseconds')::interval
      WHERE id IN (
        SELECT id FROM ${table}
        WHERE due_at <= now() AND (lease_until IS NULL OR lease_until < now()) AND (${opts.where})
-       ORDER BY due_at
+       ORDER BY ${opts.orderBy ?? 'due_at'}
        LIMIT $3
        FOR UPDATE SKIP LOCKED
      )
@@ -35,6 +35,21 @@ export async function release(prisma: Db, table: 'transactions' | 'deliveries', 
     id,
     owner,
     dueAt,
+  );
+}
+
+/**
+ * Gives several claimed rows back in one statement, each due again at its time (null: no more
+ * work); a row is released only if `owner` still holds the lease it was claimed with.
+ */
+export async function releaseMany(prisma: Db, table: 'transactions' | 'deliveries', owner: string, rows: { id: string; leaseUntil: Date | null; dueAt: Date | null }[]) {
+  if (rows.length === 0) return;
+  await prisma.$executeRawUnsafe(
+    `UPDATE ${table} t SET lease_owner = NULL, lease_until = NULL, due_at = v.due_at::timestamp(3)
+     FROM jsonb_to_recordset($2::jsonb) AS v(id text, lease_until text, due_at text)
+     WHERE t.id = v.id AND t.lease_owner = $1 AND t.lease_until = v.lease_until::timestamp(3)`,
+    owner,
+    JSON.stringify(rows.map((r) => ({ id: r.id, lease_until: r.leaseUntil?.toISOString() ?? null, due_at: r.dueAt?.toISOString() ?? null }))),
   );
 }
 

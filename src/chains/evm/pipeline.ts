@@ -1,6 +1,7 @@
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import { FINAL_STATUSES } from '../../modules/transactions/service.js';
+import { releaseMany } from '../../db/lease.js';
 import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
@@ -25,6 +26,8 @@ interface Work {
   dueInMs: number | null;
   /** The lease was lost (another worker has the row): leave it alone. */
   lost?: boolean;
+  /** Waiting behind a lower nonce of the account that is not mined yet. */
+  behind?: boolean;
 }
 
 type Receipt = {
@@ -78,6 +81,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
 
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
     const latest = await latestNonce(ctx);
+    const line = lineOf(rt, relayer.id, latest, Date.now());
     await resolve(rt, ctx, owner, active().filter((w) => w.tx.nonce !== null), latest, log);
 
     // 2. Decide what each needs, and sign.
@@ -91,10 +95,14 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
       if (w.st.phase === 'new') toSign.push(w);
       else if (w.st.phase === 'signed') toBroadcast.push(w);
       else if (w.st.phase === 'broadcast') {
-        const since = now - Date.parse(w.st.acceptedAt ?? w.tx.updatedAt.toISOString());
+        // The clock runs from the later of the last broadcast and the last time the account's
+        // nonce moved: while the chain keeps mining the transactions before this one, it is in
+        // line, not stuck, and a higher bid would only churn the node's pool.
+        const since = now - Math.max(Date.parse(w.st.acceptedAt ?? w.tx.updatedAt.toISOString()), line.since);
         if (since >= resubmitMs(ctx)) {
           toSign.push(w);
-          if (nonceOf(w) > latest) stuckAbove = true;
+          w.behind = nonceOf(w) > latest;
+          if (w.behind) stuckAbove = true;
         } else w.dueInMs = Math.min(pollMs(ctx), resubmitMs(ctx) - since);
       }
     }
@@ -119,6 +127,19 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
   if (Number.isFinite(soonest) && soonest < 250) setTimeout(() => rt.wake(), soonest).unref();
 }
 
+// When each relayer's mined nonce last moved, as seen here: only a timing hint for resubmission
+// (a restart or another instance just starts a new clock), so it lives in memory.
+const lines = new Map<string, { nonce: bigint; since: number }>();
+
+function lineOf(rt: Runtime, relayerId: string, latest: bigint, now: number) {
+  const key = `${rt.instanceId}:${relayerId}`;
+  const line = lines.get(key);
+  if (line && line.nonce === latest) return line;
+  const fresh = { nonce: latest, since: now };
+  lines.set(key, fresh);
+  return fresh;
+}
+
 function wait(w: Work, why: string, ms: number) {
   w.st.waiting = why;
   w.dueInMs = ms;
@@ -131,13 +152,19 @@ function unreachable(w: Work, e: Error) {
 
 /** Writes every transaction of the step; only rows whose lease still holds are written. */
 async function persist(rt: Runtime, owner: string, works: Work[], release: boolean) {
-  const live = works.filter((w) => !w.lost);
+  let live = works.filter((w) => !w.lost);
   if (live.length === 0) return;
+  const dueAt = (w: Work) => (w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs));
+  if (release) {
+    // A look that changed nothing (not mined yet) only needs the row back, due again.
+    const unchanged = live.filter((w) => w.status === w.tx.status && w.reason === undefined && Object.keys(w.patch).length === 0 && reasonOf(w) === w.tx.statusReason && canonical(w.st) === canonical(w.tx.chainState));
+    await releaseMany(rt.prisma, 'transactions', owner, unchanged.map((w) => ({ id: w.tx.id, leaseUntil: w.tx.leaseUntil, dueAt: dueAt(w) })));
+    live = live.filter((w) => !unchanged.includes(w));
+    if (live.length === 0) return;
+  }
   const changes = live.map((w) => {
-    const final = isFinal(w.status);
-    const reason = w.reason !== undefined ? w.reason : final ? w.tx.statusReason : (w.st.waiting ?? w.st.note ?? null);
-    const patch: TransactionPatch = { ...w.patch, status: w.status, statusReason: reason, chainState: w.st as never };
-    if (release) patch.dueAt = w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs);
+    const patch: TransactionPatch = { ...w.patch, status: w.status, statusReason: reasonOf(w), chainState: w.st as never };
+    if (release) patch.dueAt = dueAt(w);
     return { before: w.tx, patch, via: w.via, release };
   });
   const saved = await saveTransactions(rt, owner, changes);
@@ -153,6 +180,16 @@ async function persist(rt: Runtime, owner: string, works: Work[], release: boole
     w.reason = undefined;
   }
 }
+
+/** JSON with keys sorted at every level and undefined left out (jsonb does not keep key order). */
+function canonical(v: unknown): string {
+  const sort = (x: unknown): unknown =>
+    Array.isArray(x) ? x.map(sort) : x && typeof x === 'object' ? Object.fromEntries(Object.keys(x).sort().flatMap((k) => ((x as Record<string, unknown>)[k] === undefined ? [] : [[k, sort((x as Record<string, unknown>)[k])]]))) : x;
+  return JSON.stringify(sort(v));
+}
+
+/** The reason users see: one this step decided, the final one kept, else why it waits or a note. */
+const reasonOf = (w: Work) => (w.reason !== undefined ? w.reason : isFinal(w.status) ? w.tx.statusReason : (w.st.waiting ?? w.st.note ?? null));
 
 // ---------------------------------------------------------------------------------------------
 // Receipts
@@ -345,6 +382,10 @@ const feeColumns = (f: FeeParams): TransactionPatch =>
     ? { gasPrice: f.gasPrice.toString(), maxFeePerGas: null, maxPriorityFeePerGas: null }
     : { gasPrice: null, maxFeePerGas: f.maxFeePerGas.toString(), maxPriorityFeePerGas: f.maxPriorityFeePerGas.toString() };
 
+/** Whether fees `a` bid less than `b` on either the price cap or the tip. */
+const below = (a: FeeParams, b: FeeParams) =>
+  maxPricePerGas(a) < maxPricePerGas(b) || ('gasPrice' in a || 'gasPrice' in b ? false : a.maxPriorityFeePerGas < b.maxPriorityFeePerGas);
+
 const sameFees = (a: FeeParams, b: FeeParams) => maxPricePerGas(a) === maxPricePerGas(b) && ('gasPrice' in a ? true : a.maxPriorityFeePerGas === (b as typeof a).maxPriorityFeePerGas);
 
 async function signAll(ctx: EvmContext, works: Work[], log: Runtime['log']): Promise<{ signed: Work[]; resend: Work[] }> {
@@ -396,9 +437,16 @@ async function signOne(ctx: EvmContext, w: Work): Promise<'signed' | 'resend' | 
   let fees: FeeParams = fresh;
   if (prev) {
     const before = feesFromJson(prev.fees);
+    const same = prev.kind === (noop ? 'noop' : 'payload') && (prev.version ?? 0) === (noop ? 0 : w.st.version) && !!w.st.raw;
+    if (same && resubmission && w.behind && !below(before, fresh)) {
+      // In line behind a lower nonce and still paying today's price: a higher bid would not move
+      // it; send the same bytes again in case a node dropped them.
+      w.st.phase = 'signed';
+      return 'resend';
+    }
     const r = replacementFees(ctx, before, fresh);
     fees = 'gasPrice' in r ? { gasPrice: r.gasPrice } : { maxFeePerGas: r.maxFeePerGas, maxPriorityFeePerGas: r.maxPriorityFeePerGas };
-    if (sameFees(fees, before) && prev.kind === (noop ? 'noop' : 'payload') && (prev.version ?? 0) === (noop ? 0 : w.st.version) && w.st.raw) {
+    if (same && sameFees(fees, before)) {
       // The cap leaves no room for a higher bid: send the same bytes again (in case a node dropped them).
       w.st.phase = 'signed';
       w.st.waiting = "fees are at the relayer's gas_price_cap: waiting for the network to take it";
