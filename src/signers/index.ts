@@ -7,6 +7,7 @@ import { getAddressDecoder, type Address as SolanaAddress } from '@solana/kit';
 import { Keypair } from '@stellar/stellar-sdk';
 import { bytesToHex, type Address as EvmAddress } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { withFastSigning } from './secp256k1.js';
 
 export type SignerKind = 'evm' | 'solana' | 'stellar';
 
@@ -83,7 +84,7 @@ export function createLocalSigner(secret: Uint8Array, kind: SignerKind): Signer 
     case 'evm': {
       // Checked here because the underlying library's error would echo the key.
       if (!isValidSecp256k1Key(secret)) throw new Error('evm secret is not a valid secp256k1 private key');
-      const account = privateKeyToAccount(bytesToHex(secret));
+      const account = withFastSigning(privateKeyToAccount(bytesToHex(secret)), secret);
       const address = account.address;
       return finish<EvmSigner>({ kind, address, account, toJSON: () => ({ kind, address }) });
     }
