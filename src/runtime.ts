@@ -25,8 +25,10 @@ export interface Runtime {
   pubsub: PubSub<Topics>;
   instanceId: string;
   rateLimit: Bucket;
-  /** Tells the workers that new work is due now rather than at their next poll. */
+  /** Tells the transaction worker that new work is due now rather than at its next poll. */
   wake(): void;
+  /** The same for the webhook sender, once a committed change queued deliveries. */
+  wakeDeliveries(): void;
 }
 
 export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {

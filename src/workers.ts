@@ -5,6 +5,7 @@ import { startDeliveryWorker } from './modules/notifications/delivery.js';
 import { startRelayerChecks } from './modules/relayers/checks.js';
 import type { NetworkType } from './modules/relayers/policies.js';
 import { familyOf } from './modules/transactions/family.js';
+import { TRANSACTION_COLUMNS } from './modules/transactions/sql.js';
 import type { Runtime } from './runtime.js';
 
 const LEASE_MS = 30_000;
@@ -15,7 +16,7 @@ const BATCH = 100;
  * picks up the work of one that died) and lets the chain family advance each by one step, the
  * whole batch at once when the family can.
  */
-function startTransactionWorker(rt: Runtime, onWorked: () => void) {
+function startTransactionWorker(rt: Runtime) {
   const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
   let started = false;
   return startLoop(
@@ -25,9 +26,16 @@ function startTransactionWorker(rt: Runtime, onWorked: () => void) {
         await rt.prisma.transaction.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
       }
       started = true;
-      const ids = await claimDue(rt.prisma, 'transactions', { owner: rt.instanceId, limit: BATCH, leaseMs: LEASE_MS, where: 'due_at IS NOT NULL' });
-      if (ids.length === 0) return false;
-      const txs = await rt.prisma.transaction.findMany({ where: { id: { in: ids }, leaseOwner: rt.instanceId } });
+      // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
+      const txs = await claimDue<Transaction>(rt.prisma, 'transactions', {
+        owner: rt.instanceId,
+        limit: BATCH,
+        leaseMs: LEASE_MS,
+        where: 'due_at IS NOT NULL',
+        orderBy: 'due_at, nonce',
+        returning: TRANSACTION_COLUMNS,
+      });
+      if (txs.length === 0) return false;
       const byType = new Map<NetworkType, Transaction[]>();
       for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
       await Promise.all(
@@ -55,9 +63,7 @@ function startTransactionWorker(rt: Runtime, onWorked: () => void) {
           );
         }),
       );
-      // Steps usually change statuses, which queue webhook events: send them now, not at the next poll.
-      onWorked();
-      return ids.length === BATCH;
+      return txs.length === BATCH;
     },
     { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
   );
@@ -65,8 +71,10 @@ function startTransactionWorker(rt: Runtime, onWorked: () => void) {
 
 export function startWorkers(rt: Runtime) {
   const deliveries = startDeliveryWorker(rt);
-  const loops = [startTransactionWorker(rt, deliveries.wake), deliveries];
-  rt.wake = () => loops.forEach((l) => l.wake());
+  const transactions = startTransactionWorker(rt);
+  const loops = [transactions, deliveries];
+  rt.wake = transactions.wake;
+  rt.wakeDeliveries = deliveries.wake;
   const checks = startRelayerChecks(rt);
   return { stop: () => Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined) };
 }

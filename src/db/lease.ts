@@ -4,28 +4,30 @@ import type { Db } from './client.js';
  * Claims up to `limit` due rows of a work table for `owner` until `leaseMs` from now. Rows are
  * locked with FOR UPDATE SKIP LOCKED, so concurrent claimers (other instances) never get the same
  * row; a row whose lease ran out (its worker died) is due again. `where` narrows the rows
- * (trusted SQL written in this codebase, never user input).
+ * (trusted SQL written in this codebase, never user input); `returning` lists the columns read
+ * back (default: the ids).
  */
-export async function claimDue(
+export async function claimDue<T = string>(
   prisma: Db,
   table: 'transactions' | 'deliveries',
-  opts: { owner: string; limit: number; leaseMs: number; where: string; orderBy?: string },
-): Promise<string[]> {
-  const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
+  opts: { owner: string; limit: number; leaseMs: number; where: string; orderBy?: string; returning?: string },
+): Promise<T[]> {
+  const order = opts.orderBy ?? 'due_at';
+  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `UPDATE ${table} SET lease_owner = $1, lease_until = now() + ($2 || ' milliseconds')::interval
      WHERE id IN (
        SELECT id FROM ${table}
        WHERE due_at <= now() AND (lease_until IS NULL OR lease_until < now()) AND (${opts.where})
-       ORDER BY ${opts.orderBy ?? 'due_at'}
+       ORDER BY ${order}
        LIMIT $3
        FOR UPDATE SKIP LOCKED
      )
-     RETURNING id`,
+     RETURNING ${opts.returning ?? 'id'}`,
     opts.owner,
     String(opts.leaseMs),
     opts.limit,
   );
-  return rows.map((r) => r.id);
+  return (opts.returning ? rows : rows.map((r) => r.id)) as T[];
 }
 
 /** Gives a claimed row back, due again at `dueAt` (null: no more work). */

@@ -1,4 +1,4 @@
-import { Prisma, type Transaction } from '../../generated/prisma/client.js';
+import type { Transaction } from '../../generated/prisma/client.js';
 import { emitTransactionUpdate } from '../../modules/notifications/events.js';
 import { publishTransaction } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
@@ -6,6 +6,7 @@ import { TRANSFER_GAS, type EvmPayload } from './accept.js';
 import type { EvmContext } from './context.js';
 import type { EvmState } from './state.js';
 import type { Hex } from 'viem';
+import { isUniqueViolation } from '../../db/errors.js';
 
 /** The account's nonce in the latest block: every nonce below it is mined. */
 export async function latestNonce(ctx: EvmContext): Promise<bigint> {
@@ -103,12 +104,13 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
     });
   } catch (e) {
     // Someone else filled it meanwhile.
-    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') return false;
+    if (isUniqueViolation(e)) return false;
     throw e;
   }
   rt.log.warn({ relayerId: relayer.id, nonce: n.toString(), transactionId: tx.id }, 'filled a nonce gap');
   publishTransaction(rt, tx);
   rt.wake();
+  if (relayer.notificationId) rt.wakeDeliveries();
   return true;
 }
 

@@ -6,6 +6,7 @@ import { saveTransactions, type TransactionPatch } from '../../modules/transacti
 import type { Runtime } from '../../runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, pollMs, resubmitMs, type EvmContext } from './context.js';
+import { watchMined } from './watch.js';
 import { classifyBroadcastError, revertReason, type BroadcastVerdict } from './errors.js';
 import { estimateGasWithMargin, type FeeParams } from './fees.js';
 import { chainNonces, latestNonce, reassignNonce, reconcileNonces } from './nonces.js';
@@ -75,12 +76,13 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
   }
   const log = rt.log.child({ relayerId: relayer.id });
 
+  let latest: bigint | undefined;
   try {
     const active = () => works.filter((w) => !w.lost && w.st.phase !== 'done');
     for (const w of works.filter((x) => x.tx.nonce === null)) wait(w, 'waiting for a nonce', 1_000);
 
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
-    const latest = await latestNonce(ctx);
+    latest = await latestNonce(ctx);
     const line = lineOf(rt, relayer.id, latest, Date.now());
     await resolve(rt, ctx, owner, active().filter((w) => w.tx.nonce !== null), latest, log);
 
@@ -103,7 +105,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
           toSign.push(w);
           w.behind = nonceOf(w) > latest;
           if (w.behind) stuckAbove = true;
-        } else w.dueInMs = Math.min(pollMs(ctx), resubmitMs(ctx) - since);
+        } else w.dueInMs = resubmitMs(ctx) - since;
       }
     }
     // Stuck behind a lower nonce: make sure every nonce below is held by a transaction.
@@ -123,6 +125,8 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     for (const w of works) if (!w.lost && w.st.phase !== 'done') unreachable(w, e);
   }
   await persist(rt, owner, works, true);
+  const out = works.filter((w) => !w.lost && w.st.phase === 'broadcast').map(nonceOf);
+  if (out.length > 0 && latest !== undefined) watchMined(rt, ctx, out.reduce((a, b) => (a > b ? a : b)), latest);
   const soonest = Math.min(...works.filter((w) => !w.lost && w.dueInMs !== null).map((w) => w.dueInMs!));
   if (Number.isFinite(soonest) && soonest < 250) setTimeout(() => rt.wake(), soonest).unref();
 }
@@ -552,7 +556,7 @@ function onBroadcast(ctx: EvmContext, w: Work, verdict: BroadcastVerdict | 'ok',
         if (!w.tx.sentAt && !w.patch.sentAt) w.patch.sentAt = new Date();
         if (w.status === 'pending' || w.status === 'sent') setStatus(w, 'submitted');
       }
-      w.dueInMs = pollMs(ctx);
+      w.dueInMs = resubmitMs(ctx); // sooner when the watch sees it mined
       return true;
     case 'nonce-used':
       // Receipts decide: one of ours was mined, or someone else's.

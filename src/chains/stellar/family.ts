@@ -19,6 +19,7 @@ import { JsonRpcError } from '../jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc.js';
 import { checkStellarTx, submitStellarTx, type StellarSubmitOutcome } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, FINAL_STATUSES, long, relayerOfStep, saveStep } from '../step.js';
+import { isUniqueViolation } from '../../db/errors.js';
 
 interface Ctx {
   relayer: Relayer;
@@ -349,7 +350,7 @@ async function resequence(rt: Runtime, c: Ctx, tx: Transaction, target: bigint, 
     });
   } catch (e) {
     // Another transaction took the number first: look again later.
-    if (e instanceof Lost || (e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002')) return void (await retry());
+    if (e instanceof Lost || isUniqueViolation(e)) return void (await retry());
     throw e;
   }
   rt.log.info({ transactionId: tx.id, relayerId, from: n.toString(), to: target.toString() }, 'stellar sequence number reassigned');

@@ -5,6 +5,7 @@ import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
 import { paged, toPage } from '../shared/page.js';
 import { checkWebhookUrl } from './url.js';
+import { isUniqueViolation } from '../../db/errors.js';
 
 export async function getNotification(rt: Runtime, id: string): Promise<Notification> {
   const n = await rt.prisma.notification.findUnique({ where: { id } });
@@ -50,7 +51,7 @@ export async function createNotification(rt: Runtime, input: CreateNotificationI
   try {
     return await rt.prisma.notification.create({ data });
   } catch (e) {
-    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') {
+    if (isUniqueViolation(e)) {
       throw conflict('Notification with this ID already exists', `id: "${data.id}" is taken`);
     }
     throw e;
@@ -114,6 +115,6 @@ export async function redeliver(rt: Runtime, id: string): Promise<Delivery> {
   }
   // Read before waking the sender, so the answer shows the delivery queued, not already sent.
   const queued = await getDelivery(rt, id);
-  rt.wake();
+  rt.wakeDeliveries();
   return queued;
 }

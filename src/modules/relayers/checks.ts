@@ -35,7 +35,8 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
   } catch (e) {
     failure = e instanceof RelayerCheckError ? { type: e.type, details: e.details } : { type: 'CheckFailed', details: (e as Error).message };
   }
-  return rt.prisma.$transaction(async (db) => {
+  let notified = false;
+  const checked = await rt.prisma.$transaction(async (db) => {
     const current = await db.relayer.findUnique({ where: { id: relayer.id } });
     if (!current) return relayer;
     let data: Prisma.RelayerUpdateInput;
@@ -48,11 +49,16 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
     const updated = await db.relayer.update({ where: { id: relayer.id }, data });
     const before = current.systemDisabled ? JSON.stringify(current.disabledReason) : null;
     const after = updated.systemDisabled ? JSON.stringify(updated.disabledReason) : null;
-    if (before !== after) await emitRelayerState(db, updated);
+    if (before !== after) {
+      await emitRelayerState(db, updated);
+      notified = !!updated.notificationId;
+    }
     if (failure && before !== after) rt.log.warn({ relayerId: relayer.id, reason: failure }, 'relayer disabled');
     if (!failure && before) rt.log.info({ relayerId: relayer.id }, 'relayer enabled again');
     return updated;
   });
+  if (notified) rt.wakeDeliveries();
+  return checked;
 }
 
 /**

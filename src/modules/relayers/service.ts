@@ -72,5 +72,6 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
     return row;
   });
+  if (updated.paused !== relayer.paused && updated.notificationId) rt.wakeDeliveries();
   return updated;
 }

@@ -2,10 +2,12 @@ import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { ShapeOf } from './shapes.js';
+import type { NewTransaction } from './sql.js';
 
 /** What a chain family decides when it accepts a request: the row to write. */
 export interface Accepted {
-  data: Omit<Prisma.TransactionUncheckedCreateInput, 'relayerId' | 'networkType' | 'nonce' | 'request'> & { validUntil: Date };
+  data: Pick<NewTransaction, 'from'> &
+    Partial<Pick<NewTransaction, 'to' | 'value' | 'data' | 'gasLimit' | 'gasPrice' | 'maxFeePerGas' | 'maxPriorityFeePerGas' | 'speed'>> & { validUntil: Date };
   /** The normalised request the pipeline will build from (JSON-safe). */
   request: Prisma.InputJsonValue;
   /** Whether the transaction takes the relayer's next nonce / sequence number. */

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
 import { emitTransactionUpdates } from '../notifications/events.js';
+import { insertTransactions } from './sql.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
 
@@ -89,19 +90,20 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Transaction[]
       if (rows.length === 0) return null;
       first = BigInt(rows[0].first);
     }
-    const data = batch.map((w, i) => ({
-      ...w.accepted.data,
-      id: randomUUID(),
-      relayerId: relayer.id,
-      networkType: type,
-      nonce: first === null ? null : first + BigInt(i),
-      request: w.accepted.request,
-      idempotencyKey: w.idempotencyKey,
-      requestDigest: w.digest,
-    })) as Prisma.TransactionCreateManyInput[];
-    const created = await db.transaction.createManyAndReturn({ data });
-    const byId = new Map(created.map((t) => [t.id, t]));
-    const rows = data.map((d) => byId.get(d.id as string)!);
+    const rows = await insertTransactions(
+      db,
+      batch.map((w, i) => ({
+        to: null, data: null, gasLimit: null, gasPrice: null, maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null,
+        ...w.accepted.data,
+        id: randomUUID(),
+        relayerId: relayer.id,
+        networkType: type,
+        nonce: first === null ? null : first + BigInt(i),
+        request: w.accepted.request,
+        idempotencyKey: w.idempotencyKey,
+        requestDigest: w.digest,
+      })),
+    );
     await emitTransactionUpdates(db, rows.map((transaction) => ({ relayer, transaction })));
     return rows;
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Prisma, type Transaction, type TransactionStatus } from '../../generated/prisma/client.js';
+import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import { badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
@@ -9,6 +9,7 @@ import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
 import { publishTransaction } from './store.js';
+import { isUniqueViolation } from '../../db/errors.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
@@ -97,7 +98,7 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
       if (!tx) throw new Error(`nonce of relayer ${relayerId} could not be initialised`);
     }
   } catch (e) {
-    if (idempotencyKey && e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002') {
+    if (idempotencyKey && isUniqueViolation(e)) {
       const previous = await replay(rt, relayerId, idempotencyKey, digest);
       if (previous) return previous;
     }
@@ -105,5 +106,6 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
   }
   publishTransaction(rt, tx);
   rt.wake();
+  if (relayer.notificationId) rt.wakeDeliveries();
   return tx;
 }

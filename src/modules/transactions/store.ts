@@ -20,9 +20,10 @@ export async function updateTransaction(
     const after = await db.transaction.update({ where: { id }, data });
     const changed = after.status !== before.status;
     if (changed) await emitTransactionUpdate(db, before.relayer, after);
-    return { after, changed };
+    return { after, changed, notified: changed && !!before.relayer.notificationId };
   });
   if (result?.changed) publishTransaction(rt, result.after);
+  if (result?.notified) rt.wakeDeliveries();
   return result?.after ?? null;
 }
 
@@ -99,6 +100,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     request: after.request,
     updated_at: iso(now),
   }));
+  let notified = false;
   const events = await rt.prisma.$transaction(async (db) => {
     const written = await db.$queryRawUnsafe<{ id: string; old_status: Transaction['status'] }[]>(
       `WITH v AS (
@@ -145,6 +147,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       const relayerIds = [...new Set(reported.map((t) => t.relayerId))];
       const relayers = await db.relayer.findMany({ where: { id: { in: relayerIds } }, select: { id: true, notificationId: true } });
       const byId = new Map(relayers.map((r) => [r.id, r]));
+      notified = relayers.some((r) => r.notificationId);
       await emitTransactionUpdates(
         db,
         reported.flatMap((transaction) => {
@@ -156,5 +159,6 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     return reported;
   });
   for (const tx of events) publishTransaction(rt, tx);
+  if (notified) rt.wakeDeliveries();
   return saved;
 }

@@ -1,0 +1,53 @@
+import type { Runtime } from '../../runtime.js';
+import { pollMs, type EvmContext } from './context.js';
+import { latestNonce } from './nonces.js';
+
+/**
+ * Waiting for blocks without re-reading every waiting row: while this instance has broadcasts out,
+ * one timer per relayer asks the chain for the account's mined nonce and, when it moves, makes due
+ * at once only the rows whose nonce it passed. Those rows keep a later due time of their own (their
+ * resubmission time), so a watcher lost to a restart, or one on another instance, only delays work.
+ */
+interface Watch {
+  /** The highest nonce broadcast and not yet seen mined. */
+  upTo: bigint;
+  /** The mined nonce last seen. */
+  seen: bigint;
+  timer?: NodeJS.Timeout;
+}
+
+const watches = new Map<string, Watch>();
+
+export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
+  const key = `${rt.instanceId}:${ctx.relayer.id}`;
+  const w = watches.get(key) ?? { upTo, seen };
+  watches.set(key, w);
+  if (upTo > w.upTo) w.upTo = upTo;
+  if (!w.timer) schedule(rt, ctx, key, w);
+}
+
+function schedule(rt: Runtime, ctx: EvmContext, key: string, w: Watch) {
+  w.timer = setTimeout(async () => {
+    try {
+      const latest = await latestNonce(ctx);
+      if (latest > w.seen) {
+        await rt.prisma.$executeRaw`
+          UPDATE transactions SET due_at = now()
+          WHERE relayer_id = ${ctx.relayer.id} AND nonce < ${latest} AND due_at > now()`;
+        w.seen = latest;
+        rt.wake();
+      }
+      if (latest > w.upTo) {
+        watches.delete(key);
+        return;
+      }
+    } catch (err) {
+      // The rows' own due times take over; the next broadcast starts a new watch.
+      rt.log.debug({ err, relayerId: ctx.relayer.id }, 'mined-nonce watch stopped');
+      watches.delete(key);
+      return;
+    }
+    schedule(rt, ctx, key, w);
+  }, pollMs(ctx));
+  w.timer.unref();
+}

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/client.js';
+import { isUniqueViolation } from '../../src/db/errors.js';
+import { claimDue } from '../../src/db/lease.js';
+import type { Transaction } from '../../src/generated/prisma/client.js';
+import { emitTransactionUpdates } from '../../src/modules/notifications/events.js';
+import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/modules/transactions/sql.js';
+import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+
+// The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
+// Prisma reads back for the same row, on both databases.
+describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
+  let db: Database;
+  let drop: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    if (kind === 'postgres') {
+      const pg = await createTestDatabase();
+      drop = pg.drop;
+      db = await openDatabase({ databaseUrl: pg.url });
+    } else {
+      db = await openDatabase({ inMemory: true });
+    }
+    await db.prisma.relayer.create({ data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} } });
+    await db.prisma.notification.create({ data: { id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' } });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await drop?.();
+  });
+
+  const full = (nonce: bigint): NewTransaction => ({
+    id: randomUUID(),
+    relayerId: 'r',
+    networkType: 'evm',
+    from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: '340282366920938463463374607431768211455',
+    data: '0xabcdef01',
+    nonce,
+    gasLimit: 23_100n,
+    gasPrice: null,
+    maxFeePerGas: '30000000000',
+    maxPriorityFeePerGas: '1000000000',
+    speed: 'fast',
+    validUntil: new Date('2031-01-02T03:04:05.678Z'),
+    request: { to: '0x000000000000000000000000000000000000dEaD', nested: { list: [1, 'two', null] } },
+    idempotencyKey: 'key-1',
+    requestDigest: 'digest',
+  });
+  const bare: NewTransaction = {
+    id: randomUUID(), relayerId: 'r', networkType: 'solana', from: 'addr', to: null, data: null, nonce: null, gasLimit: null, gasPrice: null,
+    maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null, validUntil: new Date('2031-01-02T03:04:05.000Z'), request: { transaction: 'AQ==' },
+    idempotencyKey: null, requestDigest: null,
+  };
+
+  it('inserts rows in the order given and returns each exactly as Prisma reads it', async () => {
+    const rows = [full(7n), bare, full(8n)].map((r, i) => (i === 2 ? { ...r, idempotencyKey: 'key-2' } : r));
+    const written = await db.prisma.$transaction((tx) => insertTransactions(tx, rows));
+    expect(written.map((t) => t.id)).toEqual(rows.map((r) => r.id));
+    for (const t of written) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
+    expect(written[0]).toMatchObject({ status: 'pending', value: rows[0].value, nonce: 7n, gasLimit: 23_100n, hashes: [], attempts: 0 });
+    expect(written[1]).toMatchObject({ value: '0', to: null, nonce: null, speed: null });
+  });
+
+  it('reports a repeated idempotency key as a unique violation', async () => {
+    const first = { ...full(20n), idempotencyKey: 'dup' };
+    await db.prisma.$transaction((tx) => insertTransactions(tx, [first]));
+    const again = await db.prisma.$transaction((tx) => insertTransactions(tx, [{ ...full(21n), idempotencyKey: 'dup' }])).catch((e) => e);
+    expect(isUniqueViolation(again)).toBe(true);
+    expect(isUniqueViolation(new Error('other'))).toBe(false);
+  });
+
+  it('claims due rows and reads them back as Prisma does', async () => {
+    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', { owner: 'me', limit: 10, leaseMs: 30_000, where: 'true', returning: TRANSACTION_COLUMNS });
+    expect(claimed.length).toBeGreaterThan(0);
+    for (const t of claimed) {
+      expect(t.leaseOwner).toBe('me');
+      expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
+    }
+  });
+
+  it('queues webhook deliveries in the order given', async () => {
+    const [tx] = await db.prisma.$transaction((t) => insertTransactions(t, [{ ...full(9n), idempotencyKey: null }]));
+    const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
+    await db.prisma.$transaction((t) => emitTransactionUpdates(t, statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } }))));
+    const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
+    expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);
+    expect(queued.every((d) => d.status === 'pending' && d.notificationId === 'hook' && d.relayerId === 'r')).toBe(true);
+  });
+});
