@@ -93,6 +93,15 @@ async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
   while (!(await check())) await new Promise((r) => setTimeout(r, pollMs));
 }
 
+/**
+ * Waits for a new block. Both measurements start just after one: with a block a second, where in
+ * the second a run starts would otherwise swing its figure by up to a block.
+ */
+async function nextBlock(anvilUrl: string) {
+  const now = await rpc(anvilUrl, 'eth_blockNumber');
+  await waitUntil(async () => (await rpc(anvilUrl, 'eth_blockNumber')) !== now, 5);
+}
+
 // ---- direct: a plain client straight to anvil -----------------------------------------------
 
 async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
@@ -105,6 +114,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
     ),
   );
   freshConnections();
+  await nextBlock(anvilUrl);
   const t0 = performance.now();
   // In nonce order, 100 to a JSON-RPC batch, one batch after the other: the fastest way in, and
   // anvil's pool can lose track of one account's transactions that arrive out of order.
@@ -175,6 +185,7 @@ async function throughRelayer(url: string, anvilUrl: string, n: number, already:
   freshConnections();
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
+  await nextBlock(anvilUrl);
   const t0 = performance.now();
   let failed = 0;
   await pool(n, C, async (i) => {
