@@ -300,4 +300,38 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     const tx = await getTx(svc, (await sendOk(svc)).id);
     expect(tx.status).not.toBe('failed');
   });
+
+  it('sees relayer changes made elsewhere (another instance) on the very next send', async () => {
+    // Written straight to the database, as another instance would: this one has only its own reads.
+    const set = (data: object) => svc.rt.prisma.relayer.update({ where: { id: RELAYER }, data });
+    await sendOk(svc);
+    await set({ paused: true });
+    try {
+      expect(await badRequest({ to: RECEIVER, value: '1' })).toMatch(/paused/);
+    } finally {
+      await set({ paused: false });
+    }
+    await sendOk(svc);
+    await set({ policies: { whitelist_receivers: ['0x1111111111111111111111111111111111111111'] } });
+    try {
+      expect(await badRequest({ to: RECEIVER, value: '1' })).toMatch(/whitelist_receivers/);
+      await sendOk(svc, { to: '0x1111111111111111111111111111111111111111', value: '1' });
+    } finally {
+      await set({ policies: {} });
+    }
+    // 50 concurrent sends while the relayer is paused halfway: each is either refused as paused or
+    // written before the pause, never after it.
+    const sends = Array.from({ length: 50 }, () => send(svc, { to: RECEIVER, value: '1' }));
+    const paused = await set({ paused: true });
+    try {
+      const results = await Promise.all(sends);
+      for (const r of results.filter((x) => x.errors)) expect(r.errors![0].extensions.detail).toMatch(/paused/);
+      const ids = results.flatMap((r) => (r.errors ? [] : [r.data.sendTransaction.id as string]));
+      const written = await svc.rt.prisma.transaction.findMany({ where: { id: { in: ids } } });
+      expect(written).toHaveLength(ids.length);
+      for (const t of written) expect(t.createdAt.getTime()).toBeLessThanOrEqual(paused.updatedAt.getTime());
+    } finally {
+      await set({ paused: false });
+    }
+  });
 });

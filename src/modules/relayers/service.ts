@@ -13,6 +13,23 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
+const snapshots = new WeakMap<Runtime['prisma'], Map<string, Relayer>>();
+
+/**
+ * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
+ * updated_at under its lock (the send path), so a change made anywhere is never missed: a snapshot
+ * that is behind only costs another read. It spares a read per request under load.
+ */
+export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
+  let byId = snapshots.get(rt.prisma);
+  if (!byId) snapshots.set(rt.prisma, (byId = new Map()));
+  const known = fresh ? undefined : byId.get(id);
+  if (known) return known;
+  const relayer = await getRelayer(rt, id);
+  byId.set(id, relayer);
+  return relayer;
+}
+
 export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null) {
   const p = toPage(page, perPage);
   const [items, total] = await Promise.all([

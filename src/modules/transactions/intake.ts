@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
 import { emitTransactionUpdates } from '../notifications/events.js';
@@ -7,6 +8,7 @@ import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
 
 export interface Intake {
+  /** The relayer as the request was checked against; the insert refuses it if the row changed since. */
   relayer: Relayer;
   type: NetworkType;
   accepted: Accepted;
@@ -14,8 +16,14 @@ export interface Intake {
   digest: string;
 }
 
+/**
+ * The row written; 'stale': the relayer changed after the request was checked (check it again);
+ * 'no-nonce': the relayer's nonce is not initialised yet.
+ */
+export type Intaken = Transaction | 'stale' | 'no-nonce';
+
 interface Waiting extends Intake {
-  resolve(tx: Transaction | null): void;
+  resolve(outcome: Intaken): void;
   reject(e: unknown): void;
 }
 
@@ -23,12 +31,12 @@ const MAX_BATCH = 500;
 
 /**
  * Group commit of accepted transactions: requests for one relayer that arrive while its previous
- * insert is running are written together, in one database transaction that allocates their nonces
- * with a single `next_nonce = next_nonce + k` (the relayer's row is locked once per batch, not once
- * per request). Each row still gets exactly one nonce, in arrival order, in the transaction that
- * writes it. Resolves null when the relayer's nonce is not initialised yet.
+ * insert is running are written together, in one database transaction that locks the relayer's row
+ * once, checks that each request was validated against the relayer as it is now (its updated_at),
+ * and allocates the nonces with a single `next_nonce = next_nonce + k`. Each row still gets exactly
+ * one nonce, in arrival order, in the transaction that writes it.
  */
-export function insertAccepted(rt: Runtime, item: Intake): Promise<Transaction | null> {
+export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
   return new Promise((resolve, reject) => {
     const q = queueOf(rt, item.relayer.id);
     q.items.push({ ...item, resolve, reject });
@@ -58,8 +66,8 @@ async function drain(rt: Runtime, q: Queue) {
   while (q.items.length > 0) {
     const batch = q.items.splice(0, MAX_BATCH);
     try {
-      const rows = await insertBatch(rt, batch);
-      batch.forEach((w, i) => w.resolve(rows ? rows[i] : null));
+      const outcomes = await insertBatch(rt, batch);
+      batch.forEach((w, i) => w.resolve(outcomes[i]));
     } catch (e) {
       if (batch.length === 1) {
         batch[0].reject(e);
@@ -68,7 +76,7 @@ async function drain(rt: Runtime, q: Queue) {
       // One bad apple (typically a repeated Idempotency-Key) spoils a batch: write them one by one.
       for (const w of batch) {
         await insertBatch(rt, [w]).then(
-          (rows) => w.resolve(rows ? rows[0] : null),
+          ([outcome]) => w.resolve(outcome),
           (err) => w.reject(err),
         );
       }
@@ -77,34 +85,48 @@ async function drain(rt: Runtime, q: Queue) {
   q.running = false;
 }
 
-async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Transaction[] | null> {
-  const { relayer, type, accepted } = batch[0];
+/** What a request is checked against; updated_at alone could miss two changes in one millisecond. */
+const CHECKED = ['updatedAt', 'paused', 'systemDisabled', 'policies', 'customRpcUrls', 'notificationId', 'signerId', 'address', 'network'] as const;
+type CheckedField = (typeof CHECKED)[number];
+
+const same = (a: unknown, b: unknown) => (a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : JSON.stringify(a) === JSON.stringify(b));
+
+async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
+  const relayerId = batch[0].relayer.id;
   return rt.prisma.$transaction(async (db) => {
-    let first: bigint | null = null;
-    if (accepted.takesNonce) {
-      const k = batch.length;
-      const rows = await db.$queryRaw<{ first: bigint }[]>`
-        UPDATE relayers SET next_nonce = next_nonce + ${k}
-        WHERE id = ${relayer.id} AND next_nonce IS NOT NULL
-        RETURNING next_nonce - ${k} AS first`;
-      if (rows.length === 0) return null;
-      first = BigInt(rows[0].first);
-    }
-    const rows = await insertTransactions(
-      db,
-      batch.map((w, i) => ({
-        to: null, data: null, gasLimit: null, gasPrice: null, maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null,
-        ...w.accepted.data,
-        id: randomUUID(),
-        relayerId: relayer.id,
-        networkType: type,
-        nonce: first === null ? null : first + BigInt(i),
-        request: w.accepted.request,
-        idempotencyKey: w.idempotencyKey,
-        requestDigest: w.digest,
-      })),
+    const [row] = await db.$queryRawUnsafe<(Pick<Relayer, CheckedField> & { nextNonce: bigint | null })[]>(
+      `SELECT ${columnsAs(['nextNonce', ...CHECKED])} FROM relayers WHERE id = $1 FOR NO KEY UPDATE`,
+      relayerId,
     );
-    await emitTransactionUpdates(db, rows.map((transaction) => ({ relayer, transaction })));
-    return rows;
+    const outcomes: (Intaken | undefined)[] = batch.map((w) => {
+      if (!row || CHECKED.some((f) => !same(w.relayer[f], row[f]))) return 'stale';
+      return w.accepted.takesNonce && row.nextNonce === null ? 'no-nonce' : undefined;
+    });
+    const writing = batch.flatMap((w, i) => (outcomes[i] === undefined ? [i] : []));
+    if (writing.length > 0) {
+      const taking = writing.filter((i) => batch[i].accepted.takesNonce).length;
+      if (taking > 0) await db.$executeRaw`UPDATE relayers SET next_nonce = next_nonce + ${taking} WHERE id = ${relayerId}`;
+      let nonce = row!.nextNonce;
+      const rows = await insertTransactions(
+        db,
+        writing.map((i) => {
+          const w = batch[i];
+          return {
+            to: null, data: null, gasLimit: null, gasPrice: null, maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null,
+            ...w.accepted.data,
+            id: randomUUID(),
+            relayerId,
+            networkType: w.type,
+            nonce: w.accepted.takesNonce ? nonce!++ : null,
+            request: w.accepted.request,
+            idempotencyKey: w.idempotencyKey,
+            requestDigest: w.digest,
+          };
+        }),
+      );
+      await emitTransactionUpdates(db, rows.map((transaction, k) => ({ relayer: batch[writing[k]].relayer, transaction })));
+      writing.forEach((i, k) => (outcomes[i] = rows[k]));
+    }
+    return outcomes as Intaken[];
   });
 }

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import { badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
+import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
+import { AppError, badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
-import { getRelayer } from '../relayers/service.js';
+import { getRelayer, relayerSnapshot } from '../relayers/service.js';
 import { paged, toPage } from '../shared/page.js';
 import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
@@ -62,10 +62,28 @@ async function replay(rt: Runtime, relayerId: string, key: string, digest: strin
 
 /**
  * Accepts a transaction: validates it for the relayer's chain family, allocates its nonce in the
- * same database transaction that writes the row, and queues its first webhook event.
+ * same database transaction that writes the row, and queues its first webhook event. Checks run
+ * against a snapshot of the relayer; the insert refuses it if the relayer changed meanwhile, and a
+ * refusal is only given on the relayer as it is now.
  */
 export async function sendTransaction(rt: Runtime, relayerId: string, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction> {
-  const relayer = await getRelayer(rt, relayerId);
+  let relayer = await relayerSnapshot(rt, relayerId);
+  for (let fresh = false, attempts = 0; ; fresh = true, attempts++) {
+    if (attempts === MAX_ATTEMPTS) throw new Error(`relayer ${relayerId} kept changing while a transaction was being accepted`);
+    try {
+      const outcome = await sendAs(rt, relayer, input, idempotencyKey);
+      if (outcome !== 'stale') return outcome;
+    } catch (e) {
+      if (fresh || !(e instanceof AppError && e.code === 'BAD_REQUEST')) throw e;
+    }
+    relayer = await relayerSnapshot(rt, relayerId, true);
+  }
+}
+
+const MAX_ATTEMPTS = 5;
+
+async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction | 'stale'> {
+  const relayerId = relayer.id;
   if (idempotencyKey != null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
     throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
   }
@@ -85,18 +103,9 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
   if (!family) throw badRequest(`${type} relayers cannot send transactions on this service`);
   const accepted = await family.accept(rt, relayer, request as never);
 
-  const insert = () => insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
-
-  let tx: Transaction | null;
+  let tx: Awaited<ReturnType<typeof insertAccepted>>;
   try {
-    tx = await insert();
-    if (!tx) {
-      // First transaction since start-up or a signer change: take the nonce from the chain.
-      const next = await family.chainNonce(rt, relayer);
-      await rt.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
-      tx = await insert();
-      if (!tx) throw new Error(`nonce of relayer ${relayerId} could not be initialised`);
-    }
+    tx = await insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
   } catch (e) {
     if (idempotencyKey && isUniqueViolation(e)) {
       const previous = await replay(rt, relayerId, idempotencyKey, digest);
@@ -104,6 +113,14 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
     }
     throw e;
   }
+  if (tx === 'no-nonce') {
+    // First transaction since start-up or a signer change: take the nonce from the chain (this
+    // changes the relayer, so the request is checked again).
+    const next = await family.chainNonce(rt, relayer);
+    await rt.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
+    return 'stale';
+  }
+  if (tx === 'stale') return tx;
   publishTransaction(rt, tx);
   rt.wake();
   if (relayer.notificationId) rt.wakeDeliveries();

@@ -1,3 +1,4 @@
+import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Transaction } from '../../generated/prisma/client.js';
 
 // Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
@@ -6,9 +7,7 @@ import { Prisma, type Transaction } from '../../generated/prisma/client.js';
 const column = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
-export const TRANSACTION_COLUMNS = Object.values(Prisma.TransactionScalarFieldEnum)
-  .map((f) => `"${column(f)}" AS "${f}"`)
-  .join(', ');
+export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
 
 /** The fields a new row is written with; the database fills in the rest (status, times, defaults). */
 export type NewTransaction = Pick<
