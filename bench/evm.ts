@@ -5,10 +5,12 @@
 //   accepted N sends through the relayer's send route (POST /api/v1/relayers/{id}/transactions),
 //            timed until the last answer;
 //   e2e      the same N sends, timed until the relayer reports every one confirmed.
-// Both use the same number of concurrent clients over HTTP keep-alive. The relayer runs as its own
-// process (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url>.
+// The relayer's clients are --concurrency HTTP keep-alive connections. Each measurement starts just
+// after a block; one unmeasured round warms both paths up, then the rounds alternate the two and the
+// median is reported. The relayer runs as its own process (`src/main.ts`) on PGlite, or on
+// PostgreSQL with --postgres <url>.
 //
-//   npx tsx bench/evm.ts [--count 2000] [--concurrency 64] [--postgres postgres://...]
+//   npx tsx bench/evm.ts [--count 2000] [--rounds 5] [--concurrency 64] [--postgres postgres://...]
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -31,8 +33,8 @@ const { values: args } = parseArgs({
     count: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '64' },
     postgres: { type: 'string' },
-    warmup: { type: 'string', default: '300' },
-    rounds: { type: 'string', default: '3' },
+    warmup: { type: 'string' },
+    rounds: { type: 'string', default: '5' },
   },
 });
 const N = Number(args.count);
@@ -213,7 +215,7 @@ let relayer: { url: string; child: ChildProcess } | undefined;
 try {
   relayer = await startRelayer(anvil.url, dir);
   // Warm up both paths (JIT, connection pools, caches) before measuring.
-  const warm = Number(args.warmup);
+  const warm = Number(args.warmup ?? N);
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
