@@ -193,18 +193,15 @@ export async function buildFromOperations(
   let tx = builder.build();
   if (sorobanIndex >= 0) tx = await simulateAndAssemble(tx, ctx.rpc, 'operations[0]');
 
+  return signAsSource(tx, req.max_fee, ctx, BigInt(tx.sequence), validUntilOf(maxTimeOf(tx)));
+}
+
+/** A transaction whose source is the relayer: fee checked against max_fee and the policy, then signed. */
+async function signAsSource(tx: Transaction, maxFee: bigint, ctx: StellarBuildContext, sequence: bigint, validUntil: BuiltStellarTx['validUntil']): Promise<BuiltStellarTx> {
   const fee = BigInt(tx.fee);
-  await enforceFees(fee, req.max_fee, ctx);
+  await enforceFees(fee, maxFee, ctx);
   tx.sign(ctx.source.keypair);
-  return {
-    envelopeXdr: tx.toXDR(),
-    hash: tx.hash().toString('hex'),
-    sequence: BigInt(tx.sequence),
-    usesRelayerSequence: true,
-    fee,
-    validUntil: validUntilOf(maxTimeOf(tx)),
-    feeBump: false,
-  };
+  return { envelopeXdr: tx.toXDR(), hash: tx.hash().toString('hex'), sequence, usesRelayerSequence: true, fee, validUntil, feeBump: false };
 }
 
 function timeoutFromPolicy(policy: StellarPolicy | undefined, now: Date): number | undefined {
@@ -300,18 +297,7 @@ export async function prepareFromXdr(
       throw fieldError('transaction_xdr', `sequence number ${sequence} is not the relayer's next sequence ${ctx.expectedSequence}`);
     }
     if (isSoroban(tx) && !hasSorobanData(tx)) tx = await simulateAndAssemble(tx, ctx.rpc, 'transaction_xdr');
-    const fee = BigInt(tx.fee);
-    await enforceFees(fee, req.max_fee, ctx);
-    tx.sign(ctx.source.keypair);
-    return {
-      envelopeXdr: tx.toXDR(),
-      hash: tx.hash().toString('hex'),
-      sequence,
-      usesRelayerSequence: true,
-      fee,
-      validUntil: ctx.sequence !== undefined ? validUntilOf(maxTimeOf(tx)) : validUntil,
-      feeBump: false,
-    };
+    return signAsSource(tx, req.max_fee, ctx, sequence, ctx.sequence !== undefined ? validUntilOf(maxTimeOf(tx)) : validUntil);
   }
 
   if (tx.source === relayer) {
