@@ -10,25 +10,22 @@ import type { Runtime } from './runtime.js';
 
 const LEASE_MS = 30_000;
 const BATCH = 100;
-const IN_FLIGHT = 2;
 
 /**
  * Works every accepted transaction to a final state: claims due rows (a lease, so another instance
  * picks up the work of one that died) and lets the chain family advance each by one step, the
- * whole batch at once when the family can. Up to IN_FLIGHT batches run at once, so one batch's
- * wait on the chain overlaps the next one's signing and writing.
+ * whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
-  const inFlight = new Set<Promise<void>>();
+  const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
   let started = false;
-  const loop = startLoop(
+  return startLoop(
     async () => {
       if (!started && rt.env.instanceId) {
         // Leases this instance held before a restart (same INSTANCE_ID): nothing of ours is working on them now.
         await rt.prisma.transaction.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
       }
       started = true;
-      if (inFlight.size >= IN_FLIGHT) return false; // woken when one finishes
       // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
       const txs = await claimDue<Transaction>(rt.prisma, 'transactions', {
         owner: rt.instanceId,
@@ -39,52 +36,36 @@ function startTransactionWorker(rt: Runtime) {
         returning: TRANSACTION_COLUMNS,
       });
       if (txs.length === 0) return false;
-      const step: Promise<void> = work(rt, txs).finally(() => {
-        inFlight.delete(step);
-        loop.wake();
-      });
-      inFlight.add(step);
+      const byType = new Map<NetworkType, Transaction[]>();
+      for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
+      await Promise.all(
+        [...byType].map(async ([type, group]) => {
+          const family = familyOf(type);
+          if (!family) return;
+          if (family.processBatch) {
+            try {
+              await family.processBatch(rt, group);
+            } catch (err) {
+              rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
+              await Promise.all(group.map((tx) => retryLater(tx.id)));
+            }
+            return;
+          }
+          await Promise.all(
+            group.map(async (tx) => {
+              try {
+                await family.process(rt, tx);
+              } catch (err) {
+                rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
+                await retryLater(tx.id);
+              }
+            }),
+          );
+        }),
+      );
       return txs.length === BATCH;
     },
     { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
-  );
-  return {
-    wake: loop.wake,
-    async stop() {
-      await loop.stop();
-      await Promise.all(inFlight);
-    },
-  };
-}
-
-async function work(rt: Runtime, txs: Transaction[]) {
-  const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
-  const byType = new Map<NetworkType, Transaction[]>();
-  for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
-  await Promise.all(
-    [...byType].map(async ([type, group]) => {
-      const family = familyOf(type);
-      if (!family) return;
-      if (family.processBatch) {
-        try {
-          await family.processBatch(rt, group);
-        } catch (err) {
-          rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
-          await Promise.all(group.map((tx) => retryLater(tx.id)));
-        }
-        return;
-      }
-      await Promise.all(
-        group.map(async (tx) => {
-          try {
-            await family.process(rt, tx);
-          } catch (err) {
-            rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
-            await retryLater(tx.id);
-          }
-        }),
-      );
-    }),
   );
 }
 

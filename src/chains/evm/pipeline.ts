@@ -60,42 +60,11 @@ function finish(w: Work, status: TransactionStatus, reason: string | null) {
 export async function processBatch(rt: Runtime, txs: Transaction[]): Promise<void> {
   const byRelayer = new Map<string, Transaction[]>();
   for (const tx of txs) byRelayer.set(tx.relayerId, [...(byRelayer.get(tx.relayerId) ?? []), tx]);
-  // Turns are taken before anything is awaited: in the order the batches were claimed.
-  const turns = new Map([...byRelayer.keys()].map((id) => [id, takeTurn(`${rt.instanceId}:${id}`)]));
-  try {
-    const relayers = await rt.prisma.relayer.findMany({ where: { id: { in: [...byRelayer.keys()] } } });
-    await Promise.all(relayers.map((r) => step(rt, r, byRelayer.get(r.id)!, rt.instanceId, turns.get(r.id)!)));
-  } finally {
-    for (const turn of turns.values()) turn.done();
-  }
+  const relayers = await rt.prisma.relayer.findMany({ where: { id: { in: [...byRelayer.keys()] } } });
+  await Promise.all(relayers.map((r) => processRelayer(rt, r, byRelayer.get(r.id)!, rt.instanceId)));
 }
 
-/**
- * Batches of one relayer may be worked at once (the worker overlaps them), but broadcast in the
- * order they were claimed, so the node gets the account's nonces in order.
- */
-interface Turn {
-  /** Resolves when every earlier batch of the relayer has broadcast (or finished). */
-  ready: Promise<void>;
-  done(): void;
-}
-
-const turns = new Map<string, Promise<void>>();
-
-function takeTurn(key: string): Turn {
-  const ready = turns.get(key) ?? Promise.resolve();
-  let done!: () => void;
-  const mine = new Promise<void>((resolve) => (done = resolve));
-  const last = ready.then(() => mine);
-  turns.set(key, last);
-  void last.then(() => {
-    if (turns.get(key) === last) turns.delete(key);
-  });
-  return { ready, done };
-}
-
-/** One step of a relayer's leased transactions. */
-async function step(rt: Runtime, relayer: Relayer, txs: Transaction[], owner: string, turn: Turn): Promise<void> {
+export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[], owner: string): Promise<void> {
   const works: Work[] = txs.map((tx) => ({ tx, st: readState(tx), status: tx.status, via: [], patch: {}, dueInMs: 0 }));
   let ctx: EvmContext;
   try {
@@ -146,9 +115,7 @@ async function step(rt: Runtime, relayer: Relayer, txs: Transaction[], owner: st
     toBroadcast.push(...resend, ...signed.filter((w) => !w.lost && w.st.phase === 'signed'));
 
     // 3. Broadcast, in nonce order, then look again at once: a fast chain may have mined them already.
-    await turn.ready;
     const accepted = await broadcastAll(rt, ctx, toBroadcast, log);
-    turn.done();
     if (accepted.length > 0) {
       const again = await latestNonce(ctx).catch(() => null);
       if (again !== null) await resolve(rt, ctx, owner, accepted.filter((w) => !w.lost), again, log);
