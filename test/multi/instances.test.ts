@@ -65,6 +65,8 @@ describe.runIf((await postgresReachable()) && (await redisReachable()))('several
   it('200 concurrent sends spread over two instances confirm with nonces 0..199; a killed instance leaves nothing undone', async () => {
     const budget = { RATE_LIMIT_BURST_SIZE: '100000', RATE_LIMIT_REQUESTS_PER_SECOND: '100000' };
     const [a, b] = await Promise.all([start({ ...budget, INSTANCE_ID: 'instance-a' }), start(budget)]);
+    // Nothing is mined until A is dead, so A still has work (steps holding leases) when it is killed.
+    await rpc(anvil.url, 'evm_setAutomine', [false]);
     const responses = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
         (i % 2 ? b : a).request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: i + 1 }).then(async (r) => ({ status: r.status, body: await r.json() })),
@@ -78,10 +80,21 @@ describe.runIf((await postgresReachable()) && (await redisReachable()))('several
     await db.connect();
     const inFlight = async () =>
       Number((await db.query(`SELECT count(*) FROM transactions WHERE lease_owner = 'instance-a' AND status NOT IN ('confirmed','failed','expired','canceled')`)).rows[0].count);
-    while ((await inFlight()) === 0) await new Promise((r) => setTimeout(r, 20));
+    // Freeze A, and kill it only if frozen while holding leases (else let it go on and look again).
+    const caught = Date.now() + 60_000;
+    for (;;) {
+      if (Date.now() > caught) throw new Error('instance A never held a lease on unfinished work');
+      a.process.kill('SIGSTOP');
+      await new Promise((r) => setTimeout(r, 100)); // statements A sent before it froze land first
+      if ((await inFlight()) > 0) break;
+      a.process.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 5));
+    }
     await a.kill();
     expect(await inFlight()).toBeGreaterThan(0);
     await db.end();
+    await rpc(anvil.url, 'evm_setAutomine', [true]);
+    await rpc(anvil.url, 'evm_mine', []);
 
     const deadline = Date.now() + 150_000;
     let rows: Row[] = [];
