@@ -16,17 +16,20 @@ interface Watch {
   timer?: NodeJS.Timeout;
 }
 
-const watches = new Map<string, Watch>();
+/** Per runtime (a restarted service in the same process starts afresh), per relayer. */
+const watchesOf = new WeakMap<Runtime, Map<string, Watch>>();
 
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
-  const key = `${rt.instanceId}:${ctx.relayer.id}`;
-  const w = watches.get(key) ?? { upTo, seen };
-  watches.set(key, w);
+  let watches = watchesOf.get(rt);
+  if (!watches) watchesOf.set(rt, (watches = new Map()));
+  const w = watches.get(ctx.relayer.id) ?? { upTo, seen };
+  watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
-  if (!w.timer) schedule(rt, ctx, key, w);
+  if (!w.timer) schedule(rt, ctx, watches, w);
 }
 
-function schedule(rt: Runtime, ctx: EvmContext, key: string, w: Watch) {
+function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
+  const key = ctx.relayer.id;
   w.timer = setTimeout(async () => {
     try {
       const latest = await latestNonce(ctx);
@@ -47,7 +50,7 @@ function schedule(rt: Runtime, ctx: EvmContext, key: string, w: Watch) {
       watches.delete(key);
       return;
     }
-    schedule(rt, ctx, key, w);
+    schedule(rt, ctx, watches, w);
   }, pollMs(ctx));
   w.timer.unref();
 }
