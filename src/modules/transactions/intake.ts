@@ -32,8 +32,8 @@ const MAX_BATCH = 500;
 /**
  * Group commit of accepted transactions: requests for one relayer that arrive while its previous
  * insert is running are written together, in one database transaction that locks the relayer's row
- * once, checks that each request was validated against the relayer as it is now (its updated_at),
- * and allocates the nonces with a single `next_nonce = next_nonce + k`. Each row still gets exactly
+ * once, checks that each request was validated against the relayer as it is now (CHECKED), and
+ * allocates the nonces with a single `next_nonce = next_nonce + k`. Each row still gets exactly
  * one nonce, in arrival order, in the transaction that writes it.
  */
 export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
@@ -88,16 +88,14 @@ async function drain(rt: Runtime, q: Queue) {
 /** What a request is checked against; updated_at alone could miss two changes in one millisecond. */
 const CHECKED = ['updatedAt', 'paused', 'systemDisabled', 'policies', 'customRpcUrls', 'notificationId', 'signerId', 'address', 'network'] as const;
 type CheckedField = (typeof CHECKED)[number];
+const LOCK_RELAYER = `SELECT ${columnsAs(['nextNonce', ...CHECKED])} FROM relayers WHERE id = $1 FOR NO KEY UPDATE`;
 
 const same = (a: unknown, b: unknown) => (a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : JSON.stringify(a) === JSON.stringify(b));
 
 async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
   const relayerId = batch[0].relayer.id;
   return rt.prisma.$transaction(async (db) => {
-    const [row] = await db.$queryRawUnsafe<(Pick<Relayer, CheckedField> & { nextNonce: bigint | null })[]>(
-      `SELECT ${columnsAs(['nextNonce', ...CHECKED])} FROM relayers WHERE id = $1 FOR NO KEY UPDATE`,
-      relayerId,
-    );
+    const [row] = await db.$queryRawUnsafe<(Pick<Relayer, CheckedField> & { nextNonce: bigint | null })[]>(LOCK_RELAYER, relayerId);
     const outcomes: (Intaken | undefined)[] = batch.map((w) => {
       if (!row || CHECKED.some((f) => !same(w.relayer[f], row[f]))) return 'stale';
       return w.accepted.takesNonce && row.nextNonce === null ? 'no-nonce' : undefined;

@@ -1,10 +1,8 @@
-import { columnsAs } from '../../db/columns.js';
+import { columnOf, columnsAs } from '../../db/columns.js';
 import { Prisma, type Transaction } from '../../generated/prisma/client.js';
 
 // Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
 // createManyAndReturn and findMany cost several times the database's own work per row.
-
-const column = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
 export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
@@ -23,7 +21,7 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
   ['request', 'jsonb'], ['idempotencyKey', 'text'], ['requestDigest', 'text'],
 ];
 
-const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${column(f)}"`).join(', ')}, updated_at)
+const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at)
   SELECT ${INSERTED.map(([f, , cast]) => (f === 'value' ? `coalesce(x."value", '0')` : cast ? `x."${f}"::${cast}` : `x."${f}"`)).join(', ')}, now()
   FROM jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
   ORDER BY n
