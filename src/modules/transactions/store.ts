@@ -1,3 +1,4 @@
+import { columnOf } from '../../db/columns.js';
 import type { Prisma, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
 import { emitTransactionUpdate, emitTransactionUpdates } from '../notifications/events.js';
@@ -51,13 +52,62 @@ export interface TransactionChange {
   release: boolean;
 }
 
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+/**
+ * How each field a step may change travels in saveTransactions' recordset (its type there) and
+ * how it is written to its column.
+ */
+const PATCHABLE: Record<keyof TransactionPatch, [type: string, write?: (v: string) => string]> = {
+  status: ['text', (v) => `${v}::"TransactionStatus"`],
+  statusReason: ['text'],
+  sentAt: ['text', (v) => `${v}::timestamp(3)`],
+  confirmedAt: ['text', (v) => `${v}::timestamp(3)`],
+  hash: ['text'],
+  hashes: ['jsonb', (v) => `ARRAY(SELECT jsonb_array_elements_text(${v}))`],
+  nonce: ['text', (v) => `${v}::bigint`],
+  gasLimit: ['text', (v) => `${v}::bigint`],
+  gasPrice: ['text'],
+  maxFeePerGas: ['text'],
+  maxPriorityFeePerGas: ['text'],
+  chainState: ['jsonb'],
+  signature: ['jsonb'],
+  attempts: ['int'],
+  dueAt: ['text', (v) => `${v}::timestamp(3)`],
+  to: ['text'],
+  value: ['text'],
+  data: ['text'],
+  speed: ['text', (v) => `${v}::"Speed"`],
+  validUntil: ['text', (v) => `${v}::timestamp(3)`],
+  request: ['jsonb'],
+};
+
+/** The UPDATE of saveTransactions for one set of changed fields (a handful of sets occur). */
+const saveSql = new Map<string, string>();
+function saveStatement(fields: (keyof TransactionPatch)[]): string {
+  const key = fields.join(',');
+  let sql = saveSql.get(key);
+  if (!sql) {
+    const types = fields.map((f) => `"${f}" ${PATCHABLE[f][0]}`);
+    const sets = fields.map((f) => `"${columnOf(f)}" = ${(PATCHABLE[f][1] ?? ((v) => v))(`v."${f}"`)}`);
+    sql = `UPDATE transactions t SET ${[...sets, `updated_at = v.updated_at::timestamp(3)`].join(', ')},
+        lease_owner = CASE WHEN v.release THEN NULL ELSE t.lease_owner END,
+        lease_until = CASE WHEN v.release THEN NULL ELSE t.lease_until END
+      FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease_until_was text, release boolean, updated_at text${types.map((t) => `, ${t}`).join('')})
+      WHERE t.id = v.id AND t.lease_owner = $2 AND t.lease_until = v.lease_until_was::timestamp(3)
+      RETURNING t.id`;
+    saveSql.set(key, sql);
+  }
+  return sql;
+}
+
+const wire = (v: unknown) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? v.toString() : v);
 
 /**
- * updateTransaction for a batch of leased rows, in one database transaction and a single UPDATE:
- * each row is written only if `owner` still holds the lease it was read under (a worker that lost
- * its lease changes nothing). Status changes queue their webhook events and are published, as
- * updateTransaction does. Returns the rows as written, by id; a row missing from it was not written.
+ * updateTransaction for a batch of leased rows, in one database transaction and a single UPDATE
+ * of the columns the batch changes: each row is written only if `owner` still holds the lease it
+ * was read under (a worker that lost its lease changes nothing). Status changes queue their
+ * webhook events and are published, as updateTransaction does. Only a lease holder changes a row's
+ * status, so the status it had is the one read with the lease. Returns the rows as written, by id;
+ * a row missing from it was not written.
  */
 export async function saveTransactions(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
   const saved = new Map<string, Transaction>();
@@ -73,70 +123,23 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     };
     return { change: c, after };
   });
+  const fields = (Object.keys(PATCHABLE) as (keyof TransactionPatch)[]).filter((f) => changes.some((c) => c.patch[f] !== undefined));
   const values = rows.map(({ change, after }) => ({
     id: after.id,
-    lease_until_was: iso(change.before.leaseUntil),
+    lease_until_was: wire(change.before.leaseUntil),
     release: change.release,
-    status: after.status,
-    status_reason: after.statusReason,
-    sent_at: iso(after.sentAt),
-    confirmed_at: iso(after.confirmedAt),
-    hash: after.hash,
-    hashes: after.hashes,
-    nonce: after.nonce?.toString() ?? null,
-    gas_limit: after.gasLimit?.toString() ?? null,
-    gas_price: after.gasPrice,
-    max_fee_per_gas: after.maxFeePerGas,
-    max_priority_fee_per_gas: after.maxPriorityFeePerGas,
-    chain_state: after.chainState,
-    signature: after.signature,
-    attempts: after.attempts,
-    due_at: iso(after.dueAt),
-    to: after.to,
-    value: after.value,
-    data: after.data,
-    speed: after.speed,
-    valid_until: iso(after.validUntil),
-    request: after.request,
-    updated_at: iso(now),
+    updated_at: wire(now),
+    ...Object.fromEntries(fields.map((f) => [f, wire(after[f])])),
   }));
   let notified = false;
   const events = await rt.prisma.$transaction(async (db) => {
-    const written = await db.$queryRawUnsafe<{ id: string; old_status: Transaction['status'] }[]>(
-      `WITH v AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-           id text, lease_until_was text, release boolean, status text, status_reason text, sent_at text, confirmed_at text,
-           hash text, hashes jsonb, nonce text, gas_limit text, gas_price text, max_fee_per_gas text, max_priority_fee_per_gas text,
-           chain_state jsonb, signature jsonb, attempts int, due_at text, "to" text, value text, data text, speed text,
-           valid_until text, request jsonb, updated_at text)
-       ), old AS (
-         SELECT t.id, t.status FROM transactions t JOIN v ON v.id = t.id
-         WHERE t.lease_owner = $2 AND t.lease_until = v.lease_until_was::timestamp(3)
-         FOR UPDATE OF t
-       )
-       UPDATE transactions t SET
-         status = v.status::"TransactionStatus", status_reason = v.status_reason,
-         sent_at = v.sent_at::timestamp(3), confirmed_at = v.confirmed_at::timestamp(3),
-         hash = v.hash, hashes = ARRAY(SELECT jsonb_array_elements_text(v.hashes)),
-         nonce = v.nonce::bigint, gas_limit = v.gas_limit::bigint, gas_price = v.gas_price,
-         max_fee_per_gas = v.max_fee_per_gas, max_priority_fee_per_gas = v.max_priority_fee_per_gas,
-         chain_state = v.chain_state, signature = v.signature, attempts = v.attempts, due_at = v.due_at::timestamp(3),
-         "to" = v."to", value = v.value, data = v.data, speed = v.speed::"Speed", valid_until = v.valid_until::timestamp(3),
-         request = v.request, updated_at = v.updated_at::timestamp(3),
-         lease_owner = CASE WHEN v.release THEN NULL ELSE t.lease_owner END,
-         lease_until = CASE WHEN v.release THEN NULL ELSE t.lease_until END
-       FROM v JOIN old ON old.id = v.id
-       WHERE t.id = v.id
-       RETURNING t.id, old.status AS old_status`,
-      JSON.stringify(values, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
-      owner,
-    );
-    const oldStatus = new Map(written.map((w) => [w.id, w.old_status]));
+    const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), JSON.stringify(values), owner);
+    const writtenIds = new Set(written.map((w) => w.id));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
-      const old = oldStatus.get(after.id);
-      if (old === undefined) continue;
+      if (!writtenIds.has(after.id)) continue;
       saved.set(after.id, after);
+      const old = change.before.status;
       if (old === after.status) continue;
       for (const status of (change.via ?? []).filter((s) => s !== old)) {
         reported.push({ ...after, status, ...(status === 'confirmed' ? {} : { confirmedAt: null }) });
