@@ -1,5 +1,5 @@
 import type { Runtime } from '../../runtime.js';
-import { pollMs, type EvmContext } from './context.js';
+import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
 
 /**
@@ -15,6 +15,9 @@ interface Watch {
   seen: bigint;
   timer?: NodeJS.Timeout;
 }
+
+/** A read of the mined nonce is cheap: ten a block, so a block is seen soon after it is made. */
+const watchMs = (ctx: EvmContext) => Math.min(1_000, Math.max(50, Math.round(ctx.blocktimeMs / 10)));
 
 /** Per runtime (a restarted service in the same process starts afresh), per relayer. */
 const watchesOf = new WeakMap<Runtime, Map<string, Watch>>();
@@ -51,6 +54,6 @@ function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: 
       return;
     }
     schedule(rt, ctx, watches, w);
-  }, pollMs(ctx));
+  }, watchMs(ctx));
   w.timer.unref();
 }
