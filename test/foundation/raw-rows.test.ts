@@ -6,6 +6,8 @@ import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
 import { emitTransactionUpdates } from '../../src/modules/notifications/events.js';
 import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/modules/transactions/sql.js';
+import { saveTransactions } from '../../src/modules/transactions/store.js';
+import type { Runtime } from '../../src/runtime.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
@@ -88,5 +90,35 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
     expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);
     expect(queued.every((d) => d.status === 'pending' && d.notificationId === 'hook' && d.relayerId === 'r')).toBe(true);
+  });
+
+  it('saves a batch of leased rows: each its own changes, read back as Prisma reads them; a row whose lease was taken is left alone', async () => {
+    await db.prisma.relayer.update({ where: { id: 'r' }, data: { notificationId: 'hook' } });
+    const rows = [full(30n), full(31n), full(32n)].map((r) => ({ ...r, idempotencyKey: null }));
+    await db.prisma.$transaction((t) => insertTransactions(t, rows));
+    const ids = rows.map((r) => `'${r.id}'`).join(', ');
+    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', { owner: 'w', limit: 10, leaseMs: 30_000, where: `id IN (${ids})`, orderBy: 'nonce', returning: TRANSACTION_COLUMNS });
+    const [a, b, c] = rows.map((r) => claimed.find((t) => t.id === r.id)!);
+    await db.prisma.transaction.update({ where: { id: c.id }, data: { leaseOwner: 'other' } });
+    const published: [string, string][] = [];
+    const rt = { prisma: db.prisma, pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) }, wakeDeliveries: () => {} } as unknown as Runtime;
+    const sentAt = new Date('2030-01-01T00:00:00.123Z');
+    const dueAt = new Date('2030-01-01T00:00:05.456Z');
+
+    const saved = await saveTransactions(rt, 'w', [
+      { before: a, patch: { status: 'sent', hash: '0xaa', hashes: ['0xaa'], chainState: { phase: 'signed', list: [1, 'x'] } }, release: false },
+      { before: b, patch: { status: 'submitted', sentAt, dueAt }, via: ['sent'], release: true },
+      { before: c, patch: { status: 'sent', hash: '0xcc' }, release: false },
+    ]);
+
+    expect([...saved.keys()].sort()).toEqual([a.id, b.id].sort());
+    for (const id of [a.id, b.id]) expect(saved.get(id)).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id } }));
+    expect(saved.get(a.id)).toMatchObject({ status: 'sent', hash: '0xaa', hashes: ['0xaa'], chainState: { phase: 'signed', list: [1, 'x'] }, leaseOwner: 'w', request: rows[0].request, value: rows[0].value });
+    expect(saved.get(b.id)).toMatchObject({ status: 'submitted', sentAt, dueAt, hash: null, hashes: [], leaseOwner: null, leaseUntil: null, data: rows[1].data });
+    expect(await db.prisma.transaction.findUniqueOrThrow({ where: { id: c.id } })).toMatchObject({ status: 'pending', hash: null, leaseOwner: 'other' });
+
+    const queued = await db.prisma.delivery.findMany({ where: { transactionId: { in: [a.id, b.id, c.id] } }, orderBy: { seq: 'asc' } });
+    expect(queued.map((d) => [d.transactionId, JSON.parse(d.body).payload.status])).toEqual([[a.id, 'sent'], [b.id, 'sent'], [b.id, 'submitted']]);
+    expect(published.filter(([, e]) => e.startsWith('transaction:id'))).toEqual([[a.id, 'transaction:id:sent'], [b.id, 'transaction:id:sent'], [b.id, 'transaction:id:submitted']]);
   });
 });
