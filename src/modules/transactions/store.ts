@@ -99,8 +99,6 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
   return sql;
 }
 
-const wire = (v: unknown) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? v.toString() : v);
-
 /**
  * updateTransaction for a batch of leased rows, in one database transaction and a single UPDATE
  * of the columns the batch changes: each row is written only if `owner` still holds the lease it
@@ -126,14 +124,19 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
   const fields = (Object.keys(PATCHABLE) as (keyof TransactionPatch)[]).filter((f) => changes.some((c) => c.patch[f] !== undefined));
   const values = rows.map(({ change, after }) => ({
     id: after.id,
-    lease_until_was: wire(change.before.leaseUntil),
+    lease_until_was: change.before.leaseUntil,
     release: change.release,
-    updated_at: wire(now),
-    ...Object.fromEntries(fields.map((f) => [f, wire(after[f])])),
+    updated_at: now,
+    ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
   let notified = false;
   const events = await rt.prisma.$transaction(async (db) => {
-    const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), JSON.stringify(values), owner);
+    const written = await db.$queryRawUnsafe<{ id: string }[]>(
+      saveStatement(fields),
+      // Dates go as ISO strings (their toJSON), bigints as decimal strings.
+      JSON.stringify(values, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
+      owner,
+    );
     const writtenIds = new Set(written.map((w) => w.id));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
