@@ -6,3 +6,6 @@ export const columnOf = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.
  * shape of Prisma's.
  */
 export const columnsAs = (fields: readonly string[]) => fields.map((f) => `"${columnOf(f)}" AS "${f}"`).join(', ');
+
+/** The JSON a `jsonb_to_recordset($n::jsonb)` parameter is sent as: dates as ISO strings, bigints as decimal strings. */
+export const recordsetJson = (rows: unknown) => JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));

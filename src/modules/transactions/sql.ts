@@ -1,4 +1,4 @@
-import { columnOf, columnsAs } from '../../db/columns.js';
+import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { Prisma, type Transaction } from '../../generated/prisma/client.js';
 
 // Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
@@ -29,7 +29,7 @@ const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${column
 
 /** Inserts rows in one statement and returns them as written, in the order given. */
 export async function insertTransactions(db: Prisma.TransactionClient, rows: NewTransaction[]): Promise<Transaction[]> {
-  const json = JSON.stringify(rows.map((r, n) => ({ ...r, n })), (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+  const json = recordsetJson(rows.map((r, n) => ({ ...r, n })));
   const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json);
   const byId = new Map(written.map((t) => [t.id, t]));
   return rows.map((r) => byId.get(r.id)!);

@@ -1,4 +1,4 @@
-import { columnOf } from '../../db/columns.js';
+import { columnOf, recordsetJson } from '../../db/columns.js';
 import type { Prisma, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
 import { emitTransactionUpdate, emitTransactionUpdates } from '../notifications/events.js';
@@ -131,12 +131,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
   }));
   let notified = false;
   const events = await rt.prisma.$transaction(async (db) => {
-    const written = await db.$queryRawUnsafe<{ id: string }[]>(
-      saveStatement(fields),
-      // Dates go as ISO strings (their toJSON), bigints as decimal strings.
-      JSON.stringify(values, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
-      owner,
-    );
+    const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), recordsetJson(values), owner);
     const writtenIds = new Set(written.map((w) => w.id));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
