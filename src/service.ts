@@ -80,6 +80,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     wake: () => {},
+    handOff: null,
     wakeDeliveries: () => {},
   };
   const workers = opts.workers === false ? undefined : startWorkers(rt);

@@ -1,4 +1,4 @@
-import { claimDue, release } from './db/lease.js';
+import { claimDue, LEASE_MS, release, releaseMany } from './db/lease.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
 import { startDeliveryWorker } from './modules/notifications/delivery.js';
@@ -8,33 +8,42 @@ import { familyOf } from './modules/transactions/family.js';
 import { TRANSACTION_COLUMNS } from './modules/transactions/sql.js';
 import type { Runtime } from './runtime.js';
 
-const LEASE_MS = 30_000;
 const BATCH = 100;
+/** A handed-over row whose lease has less left than this is left to be claimed again instead. */
+const LEASE_MARGIN_MS = 5_000;
 
 /**
- * Works every accepted transaction to a final state: claims due rows (a lease, so another instance
- * picks up the work of one that died) and lets the chain family advance each by one step, the
- * whole batch at once when the family can.
+ * Works every accepted transaction to a final state: takes the rows handed to it (already leased
+ * to this instance: new ones, ones the chain just mined) and claims due rows (a lease, so another
+ * instance picks up the work of one that died), and lets the chain family advance each by one
+ * step, the whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
   const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
   let started = false;
-  return startLoop(
+  let handed: Transaction[] = [];
+  const loop = startLoop(
     async () => {
       if (!started && rt.env.instanceId) {
         // Leases this instance held before a restart (same INSTANCE_ID): nothing of ours is working on them now.
         await rt.prisma.transaction.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
       }
       started = true;
-      // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
-      const txs = await claimDue<Transaction>(rt.prisma, 'transactions', {
-        owner: rt.instanceId,
-        limit: BATCH,
-        leaseMs: LEASE_MS,
-        where: 'due_at IS NOT NULL',
-        orderBy: 'due_at, nonce',
-        returning: TRANSACTION_COLUMNS,
-      });
+      const fresh = Date.now() + LEASE_MARGIN_MS;
+      const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
+      if (txs.length < BATCH) {
+        // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
+        txs.push(
+          ...(await claimDue<Transaction>(rt.prisma, 'transactions', {
+            owner: rt.instanceId,
+            limit: BATCH - txs.length,
+            leaseMs: LEASE_MS,
+            where: 'due_at IS NOT NULL',
+            orderBy: 'due_at, nonce',
+            returning: TRANSACTION_COLUMNS,
+          })),
+        );
+      }
       if (txs.length === 0) return false;
       const byType = new Map<NetworkType, Transaction[]>();
       for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
@@ -63,10 +72,24 @@ function startTransactionWorker(rt: Runtime) {
           );
         }),
       );
-      return txs.length === BATCH;
+      return txs.length === BATCH || handed.length > 0;
     },
     { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
   );
+  return {
+    wake: loop.wake,
+    handOff(rows: Transaction[]) {
+      handed.push(...rows);
+      loop.wake();
+    },
+    async stop() {
+      await loop.stop();
+      // What was handed over and not worked on is due again for any instance.
+      const left = handed;
+      handed = [];
+      await releaseMany(rt.prisma, 'transactions', rt.instanceId, left.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date() })));
+    },
+  };
 }
 
 export function startWorkers(rt: Runtime) {
@@ -74,7 +97,13 @@ export function startWorkers(rt: Runtime) {
   const transactions = startTransactionWorker(rt);
   const loops = [transactions, deliveries];
   rt.wake = transactions.wake;
+  rt.handOff = transactions.handOff;
   rt.wakeDeliveries = deliveries.wake;
   const checks = startRelayerChecks(rt);
-  return { stop: () => Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined) };
+  return {
+    stop: () => {
+      rt.handOff = null;
+      return Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined);
+    },
+  };
 }

@@ -1,5 +1,8 @@
 import type { Db } from './client.js';
 
+/** How long a worker may hold a transaction row for one step before another may take it. */
+export const LEASE_MS = 30_000;
+
 /**
  * Claims up to `limit` due rows of a work table for `owner` until `leaseMs` from now. Rows are
  * locked with FOR UPDATE SKIP LOCKED, so concurrent claimers (other instances) never get the same

@@ -1,11 +1,14 @@
+import { LEASE_MS } from '../../db/lease.js';
+import type { Transaction } from '../../generated/prisma/client.js';
+import { TRANSACTION_COLUMNS } from '../../modules/transactions/sql.js';
 import type { Runtime } from '../../runtime.js';
 import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
 
 /**
  * Waiting for blocks without re-reading every waiting row: while this instance has broadcasts out,
- * one timer per relayer asks the chain for the account's mined nonce and, when it moves, makes due
- * at once only the rows whose nonce it passed. Those rows keep a later due time of their own (their
+ * one timer per relayer asks the chain for the account's mined nonce and, when it moves, hands
+ * only the rows whose nonce it passed to the worker at once. Those rows keep a later due time of their own (their
  * resubmission time), so a watcher lost to a restart, or one on another instance, only delays work.
  */
 interface Watch {
@@ -31,17 +34,32 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
   if (!w.timer) schedule(rt, ctx, watches, w);
 }
 
+/**
+ * The rows whose nonce the chain passed, still in flight and free: to this instance's worker at
+ * once (leased to it as they are claimed), else due now for any worker.
+ */
+async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
+  if (!rt.handOff) {
+    await rt.prisma.$executeRaw`UPDATE transactions SET due_at = now() WHERE relayer_id = ${relayerId} AND nonce < ${latest} AND due_at > now()`;
+    rt.wake();
+    return;
+  }
+  const rows = await rt.prisma.$queryRawUnsafe<Transaction[]>(CLAIM_MINED, relayerId, latest, rt.instanceId, String(LEASE_MS));
+  if (rows.length > 0) rt.handOff(rows.sort((a, b) => (a.nonce! < b.nonce! ? -1 : 1)));
+}
+
+const CLAIM_MINED = `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
+  WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
+  RETURNING ${TRANSACTION_COLUMNS}`;
+
 function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
   const key = ctx.relayer.id;
   w.timer = setTimeout(async () => {
     try {
       const latest = await latestNonce(ctx);
       if (latest > w.seen) {
-        await rt.prisma.$executeRaw`
-          UPDATE transactions SET due_at = now()
-          WHERE relayer_id = ${ctx.relayer.id} AND nonce < ${latest} AND due_at > now()`;
+        await claimMined(rt, ctx.relayer.id, latest);
         w.seen = latest;
-        rt.wake();
       }
       if (latest > w.upTo) {
         watches.delete(key);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from '../../generated/prisma/client.js';
-import { claimRow, release } from '../../db/lease.js';
+import { claimRow, LEASE_MS, release } from '../../db/lease.js';
 import { badRequest, conflict } from '../../graphql/errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
@@ -9,7 +9,6 @@ import { familyOf } from './family.js';
 import { FINAL_STATUSES, getTransaction } from './service.js';
 import { parseShape } from './shapes.js';
 
-const LEASE_MS = 30_000;
 const WAIT_FOR_LEASE_MS = 10_000;
 
 /**

@@ -67,6 +67,7 @@ async function drain(rt: Runtime, q: Queue) {
     const batch = q.items.splice(0, MAX_BATCH);
     try {
       const outcomes = await insertBatch(rt, batch);
+      toWorker(rt, outcomes);
       batch.forEach((w, i) => w.resolve(outcomes[i]));
     } catch (e) {
       if (batch.length === 1) {
@@ -76,13 +77,24 @@ async function drain(rt: Runtime, q: Queue) {
       // One bad apple (typically a repeated Idempotency-Key) spoils a batch: write them one by one.
       for (const w of batch) {
         await insertBatch(rt, [w]).then(
-          ([outcome]) => w.resolve(outcome),
+          ([outcome]) => {
+            toWorker(rt, [outcome]);
+            w.resolve(outcome);
+          },
           (err) => w.reject(err),
         );
       }
     }
   }
   q.running = false;
+}
+
+/** New rows go to this instance's worker, leased to it when written (else any worker claims them). */
+function toWorker(rt: Runtime, outcomes: Intaken[]) {
+  const rows = outcomes.filter((o): o is Transaction => typeof o === 'object');
+  if (rows.length === 0) return;
+  if (rt.handOff) rt.handOff(rows);
+  else rt.wake();
 }
 
 /** What a request is checked against; updated_at alone could miss two changes in one millisecond. */
@@ -121,6 +133,7 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
             requestDigest: w.digest,
           };
         }),
+        rt.handOff ? rt.instanceId : null,
       );
       await emitTransactionUpdates(db, rows.map((transaction, k) => ({ relayer: batch[writing[k]].relayer, transaction })));
       writing.forEach((i, k) => (outcomes[i] = rows[k]));

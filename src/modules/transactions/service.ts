@@ -122,7 +122,6 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   }
   if (tx === 'stale') return tx;
   publishTransaction(rt, tx);
-  rt.wake();
   if (relayer.notificationId) rt.wakeDeliveries();
   return tx;
 }

@@ -1,4 +1,5 @@
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
+import { LEASE_MS } from '../../db/lease.js';
 import { Prisma, type Transaction } from '../../generated/prisma/client.js';
 
 // Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
@@ -21,16 +22,20 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
   ['request', 'jsonb'], ['idempotencyKey', 'text'], ['requestDigest', 'text'],
 ];
 
-const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at)
-  SELECT ${INSERTED.map(([f, , cast]) => (f === 'value' ? `coalesce(x."value", '0')` : cast ? `x."${f}"::${cast}` : `x."${f}"`)).join(', ')}, now()
+const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
+  SELECT ${INSERTED.map(([f, , cast]) => (f === 'value' ? `coalesce(x."value", '0')` : cast ? `x."${f}"::${cast}` : `x."${f}"`)).join(', ')}, now(),
+    $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
   FROM jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
   ORDER BY n
   RETURNING ${TRANSACTION_COLUMNS}`;
 
-/** Inserts rows in one statement and returns them as written, in the order given. */
-export async function insertTransactions(db: Prisma.TransactionClient, rows: NewTransaction[]): Promise<Transaction[]> {
+/**
+ * Inserts rows in one statement and returns them as written, in the order given; with `leaseOwner`
+ * they are written leased to it (for LEASE_MS), to be worked on without claiming them first.
+ */
+export async function insertTransactions(db: Prisma.TransactionClient, rows: NewTransaction[], leaseOwner: string | null = null): Promise<Transaction[]> {
   const json = recordsetJson(rows.map((r, n) => ({ ...r, n })));
-  const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json);
+  const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json, leaseOwner, String(LEASE_MS));
   const byId = new Map(written.map((t) => [t.id, t]));
   return rows.map((r) => byId.get(r.id)!);
 }
