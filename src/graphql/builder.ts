@@ -4,6 +4,7 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../generated/pothos-types.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type { Context } from './context.js';
+import type { Paged, Pagination } from '../modules/shared/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
 
 export const builder = new SchemaBuilder<{
@@ -47,23 +48,21 @@ export const pageArgs = builder.args((t) => ({
   perPage: t.int({ required: false, description: `Items per page (default 10, at most 100).` }),
 }));
 
-export const PaginationRef = builder
-  .objectRef<{ currentPage: number; perPage: number; totalItems: number }>('Pagination')
-  .implement({
-    fields: (t) => ({
-      currentPage: t.exposeInt('currentPage'),
-      perPage: t.exposeInt('perPage'),
-      totalItems: t.exposeInt('totalItems'),
-    }),
-  });
+export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
+  fields: (t) => ({
+    currentPage: t.exposeInt('currentPage'),
+    perPage: t.exposeInt('perPage'),
+    totalItems: t.int({ resolve: (p) => p.totalItems() }),
+  }),
+});
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
 /** A page of `item`s with its pagination: what every list field returns. */
 export function pageOf(name: string, item: ObjectParam<Types>) {
-  return builder.objectRef<{ items: unknown[]; pagination: { currentPage: number; perPage: number; totalItems: number } }>(name).implement({
+  return builder.objectRef<Paged<unknown>>(name).implement({
     fields: (t) => ({
-      items: t.field({ type: [item], resolve: (p) => p.items as never }),
+      items: t.field({ type: [item], resolve: (p) => p.items() as never }),
       pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
     }),
   });

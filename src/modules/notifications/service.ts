@@ -15,11 +15,11 @@ export async function getNotification(rt: Runtime, id: string): Promise<Notifica
 
 export async function listNotifications(rt: Runtime, page?: number | null, perPage?: number | null) {
   const p = toPage(page, perPage);
-  const [items, total] = await Promise.all([
-    rt.prisma.notification.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
-    rt.prisma.notification.count(),
-  ]);
-  return paged(p, items, total);
+  return paged(
+    p,
+    () => rt.prisma.notification.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
+    () => rt.prisma.notification.count(),
+  );
 }
 
 const id = z.string().min(1, 'must not be empty').max(128).regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
@@ -87,11 +87,11 @@ export const deliveryNotFound = (id: string) => new AppError('NOT_FOUND', `Deliv
 export async function listDeliveries(rt: Runtime, notificationId: string, opts: { status?: DeliveryStatus | null; page?: number | null; perPage?: number | null }) {
   const p = toPage(opts.page, opts.perPage);
   const where = { notificationId, ...(opts.status ? { status: opts.status } : {}) };
-  const [items, total] = await Promise.all([
-    rt.prisma.delivery.findMany({ where, orderBy: { seq: 'desc' }, skip: p.skip, take: p.perPage }),
-    rt.prisma.delivery.count({ where }),
-  ]);
-  return paged(p, items, total);
+  return paged(
+    p,
+    () => rt.prisma.delivery.findMany({ where, orderBy: { seq: 'desc' }, skip: p.skip, take: p.perPage }),
+    () => rt.prisma.delivery.count({ where }),
+  );
 }
 
 export async function getDelivery(rt: Runtime, id: string): Promise<Delivery> {

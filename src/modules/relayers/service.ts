@@ -32,11 +32,11 @@ export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): P
 
 export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null) {
   const p = toPage(page, perPage);
-  const [items, total] = await Promise.all([
-    rt.prisma.relayer.findMany({ orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
-    rt.prisma.relayer.count(),
-  ]);
-  return paged(p, items, total);
+  return paged(
+    p,
+    () => rt.prisma.relayer.findMany({ orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
+    () => rt.prisma.relayer.count(),
+  );
 }
 
 const rpcConfig = z

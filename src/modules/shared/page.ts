@@ -18,12 +18,22 @@ export function toPage(page?: number | null, perPage?: number | null): Page {
   return { currentPage: p, perPage: n, skip: (p - 1) * n };
 }
 
+/**
+ * A page whose rows and total are read only if the query asks for them: a client that counts does
+ * not pay for reading rows, nor one that reads rows for counting them all.
+ */
 export interface Paged<T> {
-  items: T[];
-  pagination: { currentPage: number; perPage: number; totalItems: number };
+  items: () => Promise<T[]>;
+  pagination: Pagination;
 }
 
-export const paged = <T>(page: Page, items: T[], totalItems: number): Paged<T> => ({
+export interface Pagination {
+  currentPage: number;
+  perPage: number;
+  totalItems: () => Promise<number>;
+}
+
+export const paged = <T>(page: Page, items: () => Promise<T[]>, totalItems: () => Promise<number>): Paged<T> => ({
   items,
   pagination: { currentPage: page.currentPage, perPage: page.perPage, totalItems },
 });

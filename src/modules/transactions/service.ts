@@ -16,13 +16,13 @@ export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expi
 export async function listTransactions(rt: Runtime, relayerId: string, opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null }) {
   const p = toPage(opts.page, opts.perPage);
   const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
-  const [relayer, items, total] = await Promise.all([
-    rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } }),
-    rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }),
-    rt.prisma.transaction.count({ where }),
-  ]);
+  const relayer = await rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } });
   if (!relayer) await getRelayer(rt, relayerId);
-  return paged(p, items, total);
+  return paged(
+    p,
+    () => rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }),
+    () => rt.prisma.transaction.count({ where }),
+  );
 }
 
 export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
