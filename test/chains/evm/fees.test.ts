@@ -65,7 +65,7 @@ describe('eip1559Fees', () => {
   it('uses recent tips paid on chain', async () => {
     const tip = parseGwei('2');
     for (let i = 0; i < 10; i++) {
-      await rpc.request('eth_sendTransaction', [
+      const hash = await rpc.request<Hex>('eth_sendTransaction', [
         {
           from: ANVIL_DEV_ADDRESS,
           to: RECIPIENT,
@@ -74,6 +74,8 @@ describe('eip1559Fees', () => {
           maxFeePerGas: toHex(parseGwei('100')),
         },
       ]);
+      // Anvil answers before its block is mined; on a busy machine the fee history would miss it.
+      while (!(await rpc.request('eth_getTransactionReceipt', [hash]))) await new Promise((r) => setTimeout(r, 10));
     }
     const latest = await rpc.request<{ baseFeePerGas: Hex }>('eth_getBlockByNumber', ['latest', false]);
     for (const speed of SPEEDS) {
