@@ -1,4 +1,5 @@
 import { claimDue, LEASE_MS, release, releaseMany } from './db/lease.js';
+import { startMaintenance } from './db/maintenance.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
 import { startDeliveryWorker } from './modules/notifications/delivery.js';
@@ -100,10 +101,11 @@ export function startWorkers(rt: Runtime) {
   rt.handOff = transactions.handOff;
   rt.wakeDeliveries = deliveries.wake;
   const checks = startRelayerChecks(rt);
+  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
       rt.handOff = null;
-      return Promise.all([...loops, checks].map((l) => l.stop())).then(() => undefined);
+      return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
     },
   };
 }
