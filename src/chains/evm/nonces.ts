@@ -1,5 +1,5 @@
 import type { Transaction } from '../../generated/prisma/client.js';
-import { emitTransactionUpdate } from '../../modules/notifications/events.js';
+import { emitTransactionUpdate, writeWithEvents } from '../../modules/notifications/events.js';
 import { publishTransaction } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
 import { TRANSFER_GAS, type EvmPayload } from './accept.js';
@@ -81,7 +81,7 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
   const state: EvmState = { goal: 'noop', outcome: { status: 'canceled', reason }, phase: 'new', broadcasts: [], version: 0 };
   let tx: Transaction;
   try {
-    tx = await rt.prisma.$transaction(async (db) => {
+    tx = await writeWithEvents(rt, async (db) => {
       const created = await db.transaction.create({
         data: {
           relayerId: relayer.id,
@@ -110,7 +110,6 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
   rt.log.warn({ relayerId: relayer.id, nonce: n.toString(), transactionId: tx.id }, 'filled a nonce gap');
   publishTransaction(rt, tx);
   rt.wake();
-  if (relayer.notificationId) rt.wakeDeliveries();
   return true;
 }
 

@@ -1,8 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Runtime } from '../../runtime.js';
 import { transactionRecord } from '../transactions/record.js';
 
 type Tx = Prisma.TransactionClient;
+
+/** Database transactions that queued a delivery (the transaction client of each). */
+const queuedIn = new WeakSet<Tx>();
+
+/**
+ * One database transaction whose changes may queue webhook deliveries (the emit functions below):
+ * once it has committed, the sender is woken for them.
+ */
+export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>): Promise<T> {
+  let client: Tx | undefined;
+  const result = await rt.prisma.$transaction((db) => fn((client = db)));
+  if (client && queuedIn.has(client)) rt.wakeDeliveries();
+  return result;
+}
 
 /**
  * Queues a webhook delivery for the relayer's notification, inside the caller's database
@@ -13,6 +28,7 @@ async function enqueue(tx: Tx, notificationId: string | null, relayerId: string,
   const id = randomUUID();
   const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
   await tx.delivery.create({ data: { id, notificationId, relayerId, transactionId, event, body } });
+  queuedIn.add(tx);
 }
 
 export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
@@ -43,6 +59,7 @@ export async function emitTransactionUpdates(tx: Tx, updates: { relayer: Pick<Re
        ORDER BY n`,
       JSON.stringify(data.map((d, n) => ({ ...d, n }))),
     );
+    queuedIn.add(tx);
   }
 }
 

@@ -1,7 +1,7 @@
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../../runtime.js';
-import { emitRelayerState } from '../notifications/events.js';
+import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 import { familyOf } from '../transactions/family.js';
 import type { NetworkType } from './policies.js';
 
@@ -35,8 +35,7 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
   } catch (e) {
     failure = e instanceof RelayerCheckError ? { type: e.type, details: e.details } : { type: 'CheckFailed', details: (e as Error).message };
   }
-  let notified = false;
-  const checked = await rt.prisma.$transaction(async (db) => {
+  return writeWithEvents(rt, async (db) => {
     const current = await db.relayer.findUnique({ where: { id: relayer.id } });
     if (!current) return relayer;
     let data: Prisma.RelayerUpdateInput;
@@ -49,16 +48,11 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
     const updated = await db.relayer.update({ where: { id: relayer.id }, data });
     const before = current.systemDisabled ? JSON.stringify(current.disabledReason) : null;
     const after = updated.systemDisabled ? JSON.stringify(updated.disabledReason) : null;
-    if (before !== after) {
-      await emitRelayerState(db, updated);
-      notified = !!updated.notificationId;
-    }
+    if (before !== after) await emitRelayerState(db, updated);
     if (failure && before !== after) rt.log.warn({ relayerId: relayer.id, reason: failure }, 'relayer disabled');
     if (!failure && before) rt.log.info({ relayerId: relayer.id }, 'relayer enabled again');
     return updated;
   });
-  if (notified) rt.wakeDeliveries();
-  return checked;
 }
 
 /**

@@ -5,7 +5,7 @@ import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
 import { paged, toPage } from '../shared/page.js';
 import { parsePolicies, type NetworkType } from './policies.js';
-import { emitRelayerState } from '../notifications/events.js';
+import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 
 export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   const relayer = await rt.prisma.relayer.findUnique({ where: { id } });
@@ -84,11 +84,9 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     if (!result.ok) throw badRequest(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
-  const updated = await rt.prisma.$transaction(async (tx) => {
+  return writeWithEvents(rt, async (tx) => {
     const row = await tx.relayer.update({ where: { id }, data });
     if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
     return row;
   });
-  if (updated.paused !== relayer.paused && updated.notificationId) rt.wakeDeliveries();
-  return updated;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdates } from '../notifications/events.js';
+import { emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
 import { insertTransactions } from './sql.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
@@ -106,7 +106,7 @@ const same = (a: unknown, b: unknown) => (a instanceof Date && b instanceof Date
 
 async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
   const relayerId = batch[0].relayer.id;
-  return rt.prisma.$transaction(async (db) => {
+  return writeWithEvents(rt, async (db) => {
     const [row] = await db.$queryRawUnsafe<(Pick<Relayer, CheckedField> & { nextNonce: bigint | null })[]>(LOCK_RELAYER, relayerId);
     const outcomes: (Intaken | undefined)[] = batch.map((w) => {
       if (!row || CHECKED.some((f) => !same(w.relayer[f], row[f]))) return 'stale';

@@ -122,6 +122,5 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   }
   if (tx === 'stale') return tx;
   publishTransaction(rt, tx);
-  if (relayer.notificationId) rt.wakeDeliveries();
   return tx;
 }

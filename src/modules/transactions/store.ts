@@ -1,7 +1,7 @@
 import { columnOf, recordsetJson } from '../../db/columns.js';
 import type { Prisma, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdate, emitTransactionUpdates } from '../notifications/events.js';
+import { emitTransactionUpdate, emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
 
 /**
  * The one way a transaction changes after it is accepted: the row, the webhook delivery of a
@@ -14,17 +14,16 @@ export async function updateTransaction(
   data: Prisma.TransactionUpdateInput,
   opts: { expectStatus?: Transaction['status'][] } = {},
 ): Promise<Transaction | null> {
-  const result = await rt.prisma.$transaction(async (db) => {
+  const result = await writeWithEvents(rt, async (db) => {
     const before = await db.transaction.findUnique({ where: { id }, select: { status: true, relayer: { select: { id: true, notificationId: true } } } });
     if (!before) return null;
     if (opts.expectStatus && !opts.expectStatus.includes(before.status)) return null;
     const after = await db.transaction.update({ where: { id }, data });
     const changed = after.status !== before.status;
     if (changed) await emitTransactionUpdate(db, before.relayer, after);
-    return { after, changed, notified: changed && !!before.relayer.notificationId };
+    return { after, changed };
   });
   if (result?.changed) publishTransaction(rt, result.after);
-  if (result?.notified) rt.wakeDeliveries();
   return result?.after ?? null;
 }
 
@@ -129,8 +128,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     updated_at: now,
     ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
-  let notified = false;
-  const events = await rt.prisma.$transaction(async (db) => {
+  const events = await writeWithEvents(rt, async (db) => {
     const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), recordsetJson(values), owner);
     const writtenIds = new Set(written.map((w) => w.id));
     const reported: Transaction[] = [];
@@ -148,7 +146,6 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       const relayerIds = [...new Set(reported.map((t) => t.relayerId))];
       const relayers = await db.relayer.findMany({ where: { id: { in: relayerIds } }, select: { id: true, notificationId: true } });
       const byId = new Map(relayers.map((r) => [r.id, r]));
-      notified = relayers.some((r) => r.notificationId);
       await emitTransactionUpdates(
         db,
         reported.flatMap((transaction) => {
@@ -160,6 +157,5 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     return reported;
   });
   for (const tx of events) publishTransaction(rt, tx);
-  if (notified) rt.wakeDeliveries();
   return saved;
 }
