@@ -10,6 +10,8 @@ import { TRANSACTION_COLUMNS } from './modules/transactions/sql.js';
 import type { Runtime } from './runtime.js';
 
 const BATCH = 100;
+/** Rows held in memory for the worker at most; more are left in the database, due. */
+const MAX_HANDED = 2_000;
 /** A handed-over row whose lease has less left than this is left to be claimed again instead. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -23,6 +25,8 @@ function startTransactionWorker(rt: Runtime) {
   const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
   let started = false;
   let handed: Transaction[] = [];
+  const giveBack = (rows: Transaction[]) =>
+    releaseMany(rt.prisma, 'transactions', rt.instanceId, rows.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date() })));
   const loop = startLoop(
     async () => {
       if (!started && rt.env.instanceId) {
@@ -80,7 +84,10 @@ function startTransactionWorker(rt: Runtime) {
   return {
     wake: loop.wake,
     handOff(rows: Transaction[]) {
-      handed.push(...rows);
+      const room = Math.max(0, MAX_HANDED - handed.length);
+      handed.push(...rows.slice(0, room));
+      // Overloaded: the rest are due for any worker (this one claims them as it catches up).
+      if (rows.length > room) void giveBack(rows.slice(room)).catch((err) => rt.log.warn({ err }, 'could not give back leases; they run out'));
       loop.wake();
     },
     async stop() {
@@ -88,7 +95,7 @@ function startTransactionWorker(rt: Runtime) {
       // What was handed over and not worked on is due again for any instance.
       const left = handed;
       handed = [];
-      await releaseMany(rt.prisma, 'transactions', rt.instanceId, left.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date() })));
+      await giveBack(left);
     },
   };
 }
