@@ -27,13 +27,13 @@ export interface Runtime {
   rateLimit: Bucket;
   /** Tells the transaction worker that new work is due now rather than at its next poll. */
   wake(): void;
+  /** The same for the webhook sender, once a committed change queued deliveries. */
+  wakeDeliveries(): void;
   /**
    * Hands rows leased to this instance (owner instanceId, for LEASE_MS) to its transaction worker,
    * which works on them without claiming them again; null when this process runs no worker.
    */
   handOff: ((rows: Transaction[]) => void) | null;
-  /** The same for the webhook sender, once a committed change queued deliveries. */
-  wakeDeliveries(): void;
 }
 
 export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {

@@ -7,9 +7,10 @@ import { latestNonce } from './nonces.js';
 
 /**
  * Waiting for blocks without re-reading every waiting row: while this instance has broadcasts out,
- * one timer per relayer asks the chain for the account's mined nonce and, when it moves, hands
- * only the rows whose nonce it passed to the worker at once. Those rows keep a later due time of their own (their
- * resubmission time), so a watcher lost to a restart, or one on another instance, only delays work.
+ * one timer per relayer asks the chain for the account's mined nonce and, when it moves, claims
+ * the rows whose nonce it passed and hands them to this instance's worker at once. Those rows keep
+ * a later due time of their own (their resubmission time), so a watcher lost to a restart, or one
+ * on another instance, only delays work.
  */
 interface Watch {
   /** The highest nonce broadcast and not yet seen mined. */
@@ -34,16 +35,9 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
   if (!w.timer) schedule(rt, ctx, watches, w);
 }
 
-/**
- * The rows whose nonce the chain passed, still in flight and free: to this instance's worker at
- * once (leased to it as they are claimed), else due now for any worker.
- */
+/** The rows whose nonce the chain passed, still in flight and free, leased to this instance's worker. */
 async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
-  if (!rt.handOff) {
-    await rt.prisma.$executeRaw`UPDATE transactions SET due_at = now() WHERE relayer_id = ${relayerId} AND nonce < ${latest} AND due_at > now()`;
-    rt.wake();
-    return;
-  }
+  if (!rt.handOff) return; // the worker stopped
   const rows = await rt.prisma.$queryRawUnsafe<Transaction[]>(CLAIM_MINED, relayerId, latest, rt.instanceId, String(LEASE_MS));
   if (rows.length > 0) rt.handOff(rows.sort((a, b) => (a.nonce! < b.nonce! ? -1 : 1)));
 }
