@@ -3,11 +3,27 @@ import { checkRelayer } from '../../src/modules/relayers/checks.js';
 import { DEV_ADDRESS, startTestService, type TestService } from '../support/service.js';
 import { RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from './helpers.js';
 
-/** A transaction from the relayer's own account, sent to anvil directly (the account is unlocked there). */
+/**
+ * A transaction from the relayer's own account, sent to anvil directly (the account is unlocked
+ * there), and mined. Anvil picks its nonce from the chain and its pool, and answers before its block
+ * is mined; on a busy machine the pick can race the miner ("nonce too low", seen once in CI), so
+ * that is tried again.
+ */
 async function sendBehindItsBack(url: string): Promise<number> {
-  const hash = await rpc<string>(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: RECEIVER, value: '0x5' }]);
-  const tx = await rpc(url, 'eth_getTransactionByHash', [hash]);
-  return Number(tx.nonce);
+  for (let attempt = 1; ; attempt++) {
+    let hash: string;
+    try {
+      hash = await rpc<string>(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: RECEIVER, value: '0x5' }]);
+    } catch (e) {
+      if (attempt < 3 && /nonce too low/.test((e as Error).message)) {
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      throw e;
+    }
+    while (!(await rpc(url, 'eth_getTransactionReceipt', [hash]))) await new Promise((r) => setTimeout(r, 10));
+    return Number((await rpc(url, 'eth_getTransactionByHash', [hash])).nonce);
+  }
 }
 
 describe('nonce reconciliation with the chain', () => {
