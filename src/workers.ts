@@ -1,4 +1,4 @@
-import { claimDue, LEASE_MS, release, releaseMany } from './db/lease.js';
+import { claimDue, dropStaleLeases, LEASE_MS, release, releaseMany } from './db/lease.js';
 import { startMaintenance } from './db/maintenance.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
@@ -29,10 +29,7 @@ function startTransactionWorker(rt: Runtime) {
     releaseMany(rt.prisma, 'transactions', rt.instanceId, rows.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date() })));
   const loop = startLoop(
     async () => {
-      if (!started && rt.env.instanceId) {
-        // Leases this instance held before a restart (same INSTANCE_ID): nothing of ours is working on them now.
-        await rt.prisma.transaction.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
-      }
+      if (!started) await dropStaleLeases(rt, 'transactions');
       started = true;
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);

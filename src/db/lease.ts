@@ -1,3 +1,4 @@
+import type { Runtime } from '../runtime.js';
 import type { Db } from './client.js';
 
 /** How long a worker may hold a transaction row for one step before another may take it. */
@@ -31,6 +32,20 @@ export async function claimDue<T = string>(
     opts.limit,
   );
   return (opts.returning ? rows : rows.map((r) => r.id)) as T[];
+}
+
+/**
+ * At start-up, drops the leases nothing works on any more, so their rows are taken up at once
+ * rather than when the leases run out: on the embedded database every lease (only one process can
+ * open it, so any lease is from an earlier life of this one); on PostgreSQL those of this
+ * instance's earlier life, when it has a stable INSTANCE_ID.
+ */
+export async function dropStaleLeases(rt: Pick<Runtime, 'db' | 'env' | 'instanceId'>, table: 'transactions' | 'deliveries') {
+  if (rt.db.kind === 'pglite') {
+    await rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL`);
+  } else if (rt.env.instanceId) {
+    await rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, rt.instanceId);
+  }
 }
 
 /** Gives a claimed row back, due again at `dueAt` (null: no more work). */

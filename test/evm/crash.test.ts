@@ -1,4 +1,6 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -114,5 +116,70 @@ describe.each(await databaseKinds())('kill -9 at any moment (%s)', (db) => {
       const onChain = await rpc(anvil.url, 'eth_getTransactionByHash', [r.hash]);
       expect(Number(onChain.nonce)).toBe(r.nonce);
     }
+  });
+});
+
+/** An RPC proxy to `target` that, while `hold` is set, never answers a request that broadcasts. */
+async function holdingProxy(target: string) {
+  const state = { hold: true, held: 0 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      if (state.hold && body.includes('eth_sendRawTransaction')) return void state.held++;
+      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(await answer.text());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('restart on the embedded database', () => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    while (cleanup.length) await cleanup.pop()!().catch(() => {});
+  });
+
+  it('takes up at once, without INSTANCE_ID, a transaction the killed process held a lease on', async () => {
+    const anvil = await startAnvil();
+    cleanup.push(() => anvil.stop());
+    const proxy = await holdingProxy(anvil.url);
+    cleanup.push(() => proxy.close());
+    const dir = await mkdtemp(path.join(tmpdir(), 'relayer-restart-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify(evmConfig(proxy.url)));
+    const env = { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir };
+
+    const first = await startInstance(env);
+    cleanup.push(() => first.kill());
+    const res = await first.request('POST', SEND_PATH, { to: RECEIVER, value: 7 });
+    expect(res.status).toBe(200);
+    const { id } = ((await res.json()) as any).data;
+    // Killed while its broadcast hangs: the transaction is signed and leased to the dead process.
+    while (proxy.state.held === 0) await new Promise((r) => setTimeout(r, 20));
+    await first.kill();
+
+    proxy.state.hold = false;
+    const second = await startInstance(env);
+    cleanup.push(() => second.stop());
+    const restarted = Date.now();
+    let status = '';
+    while (status !== 'confirmed' && Date.now() - restarted < 20_000) {
+      const tx = ((await (await second.request('GET', `${SEND_PATH}/${id}`)).json()) as any).data;
+      status = tx.status;
+      if (status !== 'confirmed') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe('confirmed');
+    // Well before the dead process's lease (30 s from acceptance) would have run out.
+    expect(Date.now() - restarted).toBeLessThan(10_000);
   });
 });

@@ -1,4 +1,4 @@
-import { claimDue } from '../../db/lease.js';
+import { claimDue, dropStaleLeases } from '../../db/lease.js';
 import type { Delivery, DeliveryStatus } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../../runtime.js';
@@ -111,10 +111,7 @@ export function startDeliveryWorker(rt: Runtime) {
   let started = false;
   const loop = startLoop(
     async () => {
-      if (!started && rt.env.instanceId) {
-        // Leases this instance held before a restart (same INSTANCE_ID): no attempt of ours is running now.
-        await rt.prisma.delivery.updateMany({ where: { leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
-      }
+      if (!started) await dropStaleLeases(rt, 'deliveries');
       started = true;
       const room = MAX_IN_FLIGHT - inFlight.size;
       if (room <= 0) return false;
