@@ -20,6 +20,9 @@ async function writes(n: number) {
   for (let i = 0; i < n; i++) await db.prisma.$executeRawUnsafe('UPDATE churn SET v = v + 1');
 }
 
+const checkpoint = async () =>
+  (await db.prisma.$queryRawUnsafe<{ lsn: string }[]>('SELECT checkpoint_lsn::text AS lsn FROM pg_control_checkpoint()'))[0].lsn;
+
 async function churnStats() {
   const [row] = await db.prisma.$queryRawUnsafe<{ vacuums: bigint; analyzed: Date | null; live: bigint; dead: bigint }[]>(
     `SELECT vacuum_count AS vacuums, last_analyze AS analyzed, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname = 'churn'`,
@@ -27,13 +30,14 @@ async function churnStats() {
   return { vacuums: Number(row.vacuums), analyzed: row.analyzed, live: Number(row.live), dead: Number(row.dead) };
 }
 
-it('vacuums and analyzes the embedded database once enough write transactions have happened, not before', async () => {
+it('vacuums, analyzes and checkpoints the embedded database once enough write transactions have happened, not before', async () => {
   maintenance = startMaintenance(db, createLogger('silent'), { everyMs: 50, afterWrites: 100 });
   await new Promise((r) => setTimeout(r, 100));
 
   await writes(40);
   await new Promise((r) => setTimeout(r, 300));
   expect((await churnStats()).vacuums).toBe(0);
+  const before = await checkpoint();
 
   await writes(80);
   const deadline = Date.now() + 5_000;
@@ -42,4 +46,5 @@ it('vacuums and analyzes the embedded database once enough write transactions ha
   expect(after.vacuums).toBe(1);
   expect(after.analyzed).not.toBeNull();
   expect(after.live).toBe(1);
+  expect(await checkpoint()).not.toBe(before);
 });
