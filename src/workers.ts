@@ -1,4 +1,4 @@
-import { claimDue, dropStaleLeases, LEASE_MS, release, releaseMany } from './db/lease.js';
+import { claimDue, dropStaleLeases, LEASE_MS, release } from './db/lease.js';
 import { startMaintenance } from './db/maintenance.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
@@ -22,11 +22,11 @@ const LEASE_MARGIN_MS = 5_000;
  * step, the whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
-  const retryLater = (id: string) => release(rt.prisma, 'transactions', id, rt.instanceId, new Date(Date.now() + 5_000));
+  const giveBack = (rows: Transaction[], inMs = 0) =>
+    release(rt.prisma, 'transactions', rt.instanceId, rows.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date(Date.now() + inMs) })));
+  const retryLater = (rows: Transaction[]) => giveBack(rows, 5_000);
   let started = false;
   let handed: Transaction[] = [];
-  const giveBack = (rows: Transaction[]) =>
-    releaseMany(rt.prisma, 'transactions', rt.instanceId, rows.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date() })));
   const loop = startLoop(
     async () => {
       if (!started) await dropStaleLeases(rt, 'transactions');
@@ -58,7 +58,7 @@ function startTransactionWorker(rt: Runtime) {
               await family.processBatch(rt, group);
             } catch (err) {
               rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
-              await Promise.all(group.map((tx) => retryLater(tx.id)));
+              await retryLater(group);
             }
             return;
           }
@@ -68,7 +68,7 @@ function startTransactionWorker(rt: Runtime) {
                 await family.process(rt, tx);
               } catch (err) {
                 rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
-                await retryLater(tx.id);
+                await retryLater([tx]);
               }
             }),
           );

@@ -1,7 +1,7 @@
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import { FINAL_STATUSES } from '../../modules/transactions/service.js';
-import { releaseMany } from '../../db/lease.js';
+import { release } from '../../db/lease.js';
 import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
@@ -154,22 +154,22 @@ function unreachable(w: Work, e: Error) {
   wait(w, `the network cannot be reached; retrying (${e.message.slice(0, 200)})`, Math.min(30_000, 1_000 * 2 ** Math.min(5, w.patch.attempts)));
 }
 
-/** Writes every transaction of the step; only rows whose lease still holds are written. */
-async function persist(rt: Runtime, owner: string, works: Work[], release: boolean) {
+/** Writes every transaction of the step (with `endStep`, giving their leases back); only rows whose lease still holds are written. */
+async function persist(rt: Runtime, owner: string, works: Work[], endStep: boolean) {
   let live = works.filter((w) => !w.lost);
   if (live.length === 0) return;
   const dueAt = (w: Work) => (w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs));
-  if (release) {
+  if (endStep) {
     // A look that changed nothing (not mined yet) only needs the row back, due again.
     const unchanged = live.filter((w) => w.status === w.tx.status && w.reason === undefined && Object.keys(w.patch).length === 0 && reasonOf(w) === w.tx.statusReason && canonical(w.st) === canonical(w.tx.chainState));
-    await releaseMany(rt.prisma, 'transactions', owner, unchanged.map((w) => ({ id: w.tx.id, leaseUntil: w.tx.leaseUntil, dueAt: dueAt(w) })));
+    await release(rt.prisma, 'transactions', owner, unchanged.map((w) => ({ id: w.tx.id, leaseUntil: w.tx.leaseUntil, dueAt: dueAt(w) })));
     live = live.filter((w) => !unchanged.includes(w));
     if (live.length === 0) return;
   }
   const changes = live.map((w) => {
     const patch: TransactionPatch = { ...w.patch, status: w.status, statusReason: reasonOf(w), chainState: w.st as never };
-    if (release) patch.dueAt = dueAt(w);
-    return { before: w.tx, patch, via: w.via, release };
+    if (endStep) patch.dueAt = dueAt(w);
+    return { before: w.tx, patch, via: w.via, release: endStep };
   });
   const saved = await saveTransactions(rt, owner, changes);
   for (const w of live) {

@@ -26,7 +26,7 @@ async function withLease(rt: Runtime, id: string, fn: (tx: Transaction, owner: s
   try {
     return await fn(tx, owner);
   } catch (e) {
-    await release(rt.prisma, 'transactions', id, owner, tx.dueAt);
+    await release(rt.prisma, 'transactions', owner, [{ id, leaseUntil: tx.leaseUntil, dueAt: tx.dueAt }]);
     throw e;
   }
 }
