@@ -47,4 +47,21 @@ it('vacuums, analyzes and checkpoints the embedded database once enough write tr
   expect(after.analyzed).not.toBeNull();
   expect(after.live).toBe(1);
   expect(await checkpoint()).not.toBe(before);
+  await maintenance.stop();
+});
+
+it('waits for a quiet interval while writes keep coming, but no longer than its longest deferral', async () => {
+  maintenance = startMaintenance(db, createLogger('silent'), { everyMs: 200, afterWrites: 20, quietWrites: 0, maxDeferMs: 2_000 });
+  const before = await checkpoint();
+  const started = Date.now();
+  let passedAt: number | undefined;
+  while (passedAt === undefined && Date.now() - started < 6_000) {
+    await writes(5);
+    await new Promise((r) => setTimeout(r, 5)); // in-process PGlite answers in microtasks: let timers run
+    if ((await checkpoint()) !== before) passedAt = Date.now() - started;
+  }
+  // Never a quiet interval: the pass came once the last one (here: its start) was 2 s old.
+  expect(passedAt).toBeGreaterThanOrEqual(2_000);
+  expect(passedAt).toBeLessThan(4_000);
+  await maintenance.stop();
 });
