@@ -29,6 +29,7 @@ const schema = z.object({
   WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
+  RELAYER_CRASH_AT: z.string().min(1).optional(),
 });
 
 export type Env = {
@@ -47,6 +48,8 @@ export type Env = {
   webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
+  /** Fault injection for tests only (src/lib/crash.ts). */
+  crashAt?: string;
 };
 
 export class EnvError extends Error {}
@@ -81,5 +84,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     },
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
+    crashAt: e.RELAYER_CRASH_AT,
   };
 }

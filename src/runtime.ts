@@ -6,6 +6,7 @@ import type { Database, Db } from './db/client.js';
 import type { Env } from './env.js';
 import type { Transaction } from './generated/prisma/client.js';
 import type { Bucket } from './graphql/rate-limit.js';
+import type { Crash } from './lib/crash.js';
 import type { Logger } from './log.js';
 
 /** Live events carry the transaction row as it was at the change, so subscribers see every step. */
@@ -25,6 +26,8 @@ export interface Runtime {
   pubsub: PubSub<Topics>;
   instanceId: string;
   rateLimit: Bucket;
+  /** A named crash point (fault-injection tests; does nothing unless RELAYER_CRASH_AT names it). */
+  crash: Crash;
   /** Tells the transaction worker that new work is due now rather than at its next poll. */
   wake(): void;
   /** The same for the webhook sender, once a committed change queued deliveries. */

@@ -13,6 +13,7 @@ import { createEvents } from './events.js';
 import { memoryBucket } from './graphql/rate-limit.js';
 import { redisBucket } from './graphql/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
+import { crashAt } from './lib/crash.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
 import { evmFamily } from './chains/evm/family.js';
@@ -79,6 +80,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     rateLimit: redis
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+    crash: crashAt(env.crashAt),
     wake: () => {},
     handOff: null,
     wakeDeliveries: () => {},
