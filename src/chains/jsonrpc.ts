@@ -176,7 +176,12 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   }
 
   async function send(ep: Endpoint, method: string, params: JsonRpcParams): Promise<unknown> {
-    const { res, body } = await post(ep, { jsonrpc: '2.0', id: nextId++, method, params });
+    const id = nextId++;
+    const { res, body } = await post(ep, { jsonrpc: '2.0', id, method, params });
+    // An answer to another request (or to none) says nothing about this one.
+    if (res.ok && body && typeof body === 'object' && !Array.isArray(body) && 'id' in body && body.id !== id && body.id !== null) {
+      throw new TransientError('JSON-RPC response answers another request');
+    }
     return settle(res, body as Reply);
   }
 
