@@ -205,17 +205,23 @@ describe('Redis gone', () => {
   }, 240_000);
 });
 
-describe.each(['hang', 'garbage'] as const)('an RPC URL that answers %s', (kind) => {
+const badUrls = [
+  { name: 'hangs', mode: { kind: 'hang' }, fault: 'hang' },
+  { name: 'answers garbage', mode: { kind: 'garbage' }, fault: 'garbage' },
+  { name: 'answers results of the wrong shape', mode: { kind: 'garbage', wrongResults: true }, fault: 'garbage' },
+] as const;
+
+describe.each(badUrls)('an RPC URL that $name', ({ mode, fault }) => {
   it('listed beside a good one: relaying goes on through failover', async () => {
     const bad = await startChaosProxy('http://127.0.0.1:9'); // never forwards in these modes
     cleanup.push(() => bad.close());
-    bad.setMode({ kind });
+    bad.setMode(mode);
     const s = await setUp({ rpcUrls: (good) => [bad.url, good] });
     for (let i = 0; i < 8; i++) expect((await sendOne(s)).status).toBe(200);
     const rows = await waitAllFinal(s, 90_000);
     await sleep(1_500);
     await expectExactlyOnce(s, rows);
-    expect(bad.counts[kind]).toBeGreaterThan(0); // it was tried, and failed over
+    expect(bad.counts[fault]).toBeGreaterThan(0); // it was tried, and failed over
   }, 180_000);
 
   it('as the only one: transactions wait, saying the network cannot be reached, and complete once it is healthy, none sent twice', async () => {
@@ -231,7 +237,7 @@ describe.each(['hang', 'garbage'] as const)('an RPC URL that answers %s', (kind)
     expect((await sendOne(s)).status).toBe(200);
     await waitAllFinal(s, 60_000);
 
-    proxy.setMode({ kind });
+    proxy.setMode(mode);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const a = await sendOne(s);
@@ -249,7 +255,7 @@ describe.each(['hang', 'garbage'] as const)('an RPC URL that answers %s', (kind)
       await sleep(500);
     }
     expect(waiting.every((r) => !FINAL.includes(r.status))).toBe(true);
-    expect(proxy.counts[kind]).toBeGreaterThan(0);
+    expect(proxy.counts[fault]).toBeGreaterThan(0);
 
     proxy.setMode({ kind: 'clean' });
     const rows = await waitAllFinal(s, 120_000);

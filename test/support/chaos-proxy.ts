@@ -39,7 +39,8 @@ export type ChaosMode =
   | { kind: 'clean' }
   | { kind: 'chaos'; mix: FaultMix; maxDelayMs?: number }
   | { kind: 'hang' }
-  | { kind: 'garbage' }
+  /** Every answer garbage; `wrongResults`: only well-formed answers whose results have the wrong shape. */
+  | { kind: 'garbage'; wrongResults?: boolean }
   | { kind: 'down' };
 
 export interface ChaosProxy {
@@ -55,17 +56,23 @@ export interface ChaosProxy {
 
 const noCounts = (): Record<Fault, number> => ({ pass: 0, drop: 0, delay: 0, duplicate: 0, lose: 0, hang: 0, garbage: 0 });
 
+const WRONG_RESULT = 7;
+
 /** Answers that look like a node's but are not a usable JSON-RPC answer to the request. */
 function garbageFor(body: string, pick: number): { status: number; type: string; text: string } {
   let id: unknown = 1;
+  let ids: unknown[] = [1];
   let batch = false;
   try {
     const msg = JSON.parse(body);
     batch = Array.isArray(msg);
     id = batch ? msg[0]?.id : msg.id;
+    ids = batch ? msg.map((m: { id?: unknown }) => m.id) : [msg.id];
   } catch {
     // answer garbage to garbage
   }
+  // The right ids, with results of the wrong shape for any method.
+  const wrongShape = ids.map((i) => ({ jsonrpc: '2.0', id: i, result: { unexpected: ['shape'] } }));
   const kinds = [
     { status: 200, type: 'text/html', text: '<html><body><h1>502 Bad Gateway</h1></body></html>' },
     { status: 200, type: 'application/json', text: '{"jsonrpc":"2.0","id":' },
@@ -74,6 +81,7 @@ function garbageFor(body: string, pick: number): { status: number; type: string;
     { status: 200, type: 'application/json', text: JSON.stringify(batch ? [{ jsonrpc: '2.0', id: 'wrong', result: '0x1' }] : { jsonrpc: '2.0', id: 'wrong', result: '0x1' }) },
     { status: 200, type: 'application/json', text: JSON.stringify({ jsonrpc: '2.0', id, error: 'not an object' }) },
     { status: 200, type: 'application/json', text: JSON.stringify(batch ? [] : { jsonrpc: '2.0', id }) },
+    { status: 200, type: 'application/json', text: JSON.stringify(batch ? wrongShape : wrongShape[0]) },
   ];
   return kinds[pick % kinds.length];
 }
@@ -143,7 +151,7 @@ export async function startChaosProxy(target: string, random: () => number = Mat
             res.once('close', () => hanging.delete(res));
             return;
           case 'garbage': {
-            const g = garbageFor(body, garbageTurn++);
+            const g = garbageFor(body, mode.kind === 'garbage' && mode.wrongResults ? WRONG_RESULT : garbageTurn++);
             res.writeHead(g.status, { 'content-type': g.type }).end(g.text);
             return;
           }

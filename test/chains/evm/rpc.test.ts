@@ -182,6 +182,23 @@ describe('createEvmRpc', () => {
     expect(await beside.request('eth_chainId')).toBe('0x7a69');
   });
 
+  it('takes a result of the wrong shape for its method as a failing endpoint', async () => {
+    const odd = await track(
+      testServer((body, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { unexpected: true } }));
+      }),
+    );
+    const alone = createEvmRpc([{ url: odd.url }], { retries: 0 });
+    expect((await rejection(alone.request('eth_blockNumber'))).message).toMatch(/malformed result for eth_blockNumber/);
+    // Methods whose shape is not known are passed through as they come.
+    expect(await alone.request('web3_clientVersion')).toEqual({ unexpected: true });
+    const beside = createEvmRpc([{ url: odd.url, weight: 1000 }, { url: anvil.url, weight: 1 }], { retries: 1 });
+    expect(await beside.request('eth_chainId')).toBe('0x7a69');
+    const [receipt] = await beside.batch([{ method: 'eth_getTransactionReceipt', params: [`0x${'ab'.repeat(32)}`] }, { method: 'eth_blockNumber' }]);
+    expect(receipt).toEqual({ ok: true, result: null });
+  });
+
   it('picks endpoints by weight and never a weight-0 one while others are healthy', async () => {
     const light = await track(countingProxy(anvil.url));
     const heavy = await track(countingProxy(anvil.url));
