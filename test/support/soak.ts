@@ -25,6 +25,8 @@ export interface SoakOptions {
   /** How long the final instance may take to bring every transaction to a final state. */
   settleMs?: number;
   log?: (line: string) => void;
+  /** Runs after the final settle and before the checks (the checks' own test uses it to break the chain on purpose). */
+  beforeCheck?: (chain: { url: string; receiver: string; rows: { id: string; value: string; status: string }[] }) => Promise<void>;
 }
 
 export interface SoakResult {
@@ -235,6 +237,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       await sleep(1_000);
     }
     const settled = Date.now() - settleStart;
+    await opts.beforeCheck?.({ url: anvil.url, receiver, rows });
     // Let the last block land (interval mining) before reading the chain.
     await sleep(1_500);
     logs.push(final.output());
