@@ -1,5 +1,5 @@
 import { toHex, type Address, type Hex } from 'viem';
-import { RpcError, type EvmRpc } from './rpc.js';
+import { RpcError, RpcUnavailableError, type EvmRpc } from './rpc.js';
 
 type ChainTx = { hash: Hex; from: Address; nonce: Hex; blockNumber: Hex | null };
 
@@ -34,7 +34,8 @@ export async function minedAt(rpc: EvmRpc, address: Address, nonce: bigint, head
     const block = await rpc.request<{ transactions: ChainTx[] } | null>('eth_getBlockByNumber', [toHex(lo), true]);
     return block?.transactions.find(matches)?.hash ?? null;
   } catch (e) {
-    if (e instanceof RpcError) return null; // no historical state here
+    // No historical state on any node (pruned: often reported as a transient error): no proof.
+    if (e instanceof RpcError || e instanceof RpcUnavailableError) return null;
     throw e;
   }
 }
