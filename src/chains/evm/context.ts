@@ -68,8 +68,3 @@ export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {
     signer: signer?.kind === 'evm' && signer.address.toLowerCase() === relayer.address.toLowerCase() ? signer : undefined,
   };
 }
-
-/** How often an in-flight transaction is looked at: a quarter block, within [100 ms, 3 s]. */
-export const pollMs = (ctx: EvmContext) => Math.min(3_000, Math.max(100, Math.round(ctx.blocktimeMs / 4)));
-/** How long a broadcast may stay unmined before it is resubmitted with higher fees. */
-export const resubmitMs = (ctx: EvmContext) => Math.max(2_000, 3 * ctx.blocktimeMs);

@@ -45,15 +45,15 @@ export interface EvmState {
   broadcasts: Broadcast[];
   /** When the latest broadcast was accepted by a node (resubmission clock). */
   acceptedAt?: string;
-  /** A payload broadcast was accepted by a node at some point, so a payload may still be mined. */
+  /** A payload broadcast may have reached a node (one accepted it, or its answer was lost), so a payload may still be mined. */
   payloadOut?: boolean;
   /** Current payload version (0 until the first replace). */
   version: number;
   previous?: Record<string, PayloadSnapshot>;
   /** The receipt we saw: which broadcast, where. */
   mined?: { hash: Hex; blockNumber: string; blockHash: Hex; success: boolean };
-  /** Since when the chain's nonce is past ours with no receipt for any of our hashes. */
-  orphanSince?: string;
+  /** Since when the chain's nonce is past ours with no receipt of ours and no proof of whose transaction took it. */
+  unattributed?: string;
   /** Something users should know while it is in flight (cancel requested, replaced, resubmitted). */
   note?: string | null;
   /** Why the pipeline is waiting, in user words (kept in status_reason while it applies). */

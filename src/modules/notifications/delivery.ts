@@ -78,9 +78,22 @@ async function attempt(rt: Runtime, poster: Poster, d: Claimed): Promise<void> {
   const result = await poster.post(d.notification.url, d.body, signatureHeaders(d.notification.signingKey, d.body, started));
   const attempts = d.attempts + 1;
   const outcome = decide(result, attempts, Date.now() - d.createdAt.getTime(), rt.env.webhook);
+  await recordOutcome(rt, d, attempts, outcome);
+  const fields = { deliveryId: id, event: d.event, notificationId: d.notificationId, attempts, statusCode: outcome.statusCode, ms: Date.now() - started };
+  if (outcome.status === 'delivered') rt.log.debug(fields, 'webhook delivered');
+  else if (outcome.status === 'failed') rt.log.warn({ ...fields, error: outcome.error }, 'webhook delivery failed for good');
+  else rt.log.info({ ...fields, error: outcome.error, retryInMs: outcome.retryInMs }, 'webhook delivery failed; will retry');
+}
+
+/**
+ * Writes an attempt's outcome and gives the lease back, only under the lease the delivery was
+ * claimed with (a holder whose lease ran out and was taken over changes nothing). Returns whether
+ * it was written.
+ */
+export async function recordOutcome(rt: Runtime, d: Pick<Delivery, 'id' | 'leaseUntil'>, attempts: number, outcome: Outcome): Promise<boolean> {
   const now = new Date();
-  await rt.prisma.delivery.updateMany({
-    where: { id, leaseOwner: rt.instanceId },
+  const { count } = await rt.prisma.delivery.updateMany({
+    where: { id: d.id, leaseOwner: rt.instanceId, leaseUntil: d.leaseUntil },
     data: {
       status: outcome.status,
       attempts,
@@ -92,10 +105,7 @@ async function attempt(rt: Runtime, poster: Poster, d: Claimed): Promise<void> {
       leaseUntil: null,
     },
   });
-  const fields = { deliveryId: id, event: d.event, notificationId: d.notificationId, attempts, statusCode: outcome.statusCode, ms: now.getTime() - started };
-  if (outcome.status === 'delivered') rt.log.debug(fields, 'webhook delivered');
-  else if (outcome.status === 'failed') rt.log.warn({ ...fields, error: outcome.error }, 'webhook delivery failed for good');
-  else rt.log.info({ ...fields, error: outcome.error, retryInMs: outcome.retryInMs }, 'webhook delivery failed; will retry');
+  return count > 0;
 }
 
 /**

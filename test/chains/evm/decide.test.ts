@@ -1,0 +1,267 @@
+import { describe, expect, it } from 'vitest';
+import type { Hex } from 'viem';
+import {
+  actionOf,
+  attribute,
+  expireIfDue,
+  movedTo,
+  newWork,
+  onBroadcast,
+  onReceipt,
+  planFees,
+  reasonOf,
+  recordSigning,
+  resumeSigned,
+  type Work,
+} from '../../../src/chains/evm/decide.js';
+import { replacementFees } from '../../../src/chains/evm/pricing.js';
+import type { EvmContext } from '../../../src/chains/evm/context.js';
+import { readState, type Broadcast } from '../../../src/chains/evm/state.js';
+import type { Transaction } from '../../../src/generated/prisma/client.js';
+
+const pace = { blocktimeMs: 1_000, requiredConfirmations: 1 };
+const h = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex;
+const gwei = (n: number) => BigInt(n) * 1_000_000_000n;
+
+function row(over: Partial<Transaction> = {}): Transaction {
+  return {
+    id: 'tx-1',
+    relayerId: 'r',
+    networkType: 'evm',
+    status: 'pending',
+    statusReason: null,
+    nonce: 5n,
+    from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: '1',
+    data: null,
+    gasLimit: 21_000n,
+    gasPrice: null,
+    maxFeePerGas: null,
+    maxPriorityFeePerGas: null,
+    speed: 'fast',
+    hash: null,
+    hashes: [],
+    signature: null,
+    sentAt: null,
+    confirmedAt: null,
+    validUntil: new Date(Date.now() + 3600_000),
+    attempts: 0,
+    chainState: null,
+    updatedAt: new Date(),
+    createdAt: new Date(),
+    leaseOwner: 'me',
+    leaseUntil: new Date(Date.now() + 30_000),
+    dueAt: new Date(),
+    ...over,
+  } as Transaction;
+}
+
+const broadcast = (n: number, over: Partial<Broadcast> = {}): Broadcast => ({
+  hash: h(n),
+  kind: 'payload',
+  version: 0,
+  nonce: '5',
+  gasLimit: '21000',
+  fees: { maxFeePerGas: gwei(10).toString(), maxPriorityFeePerGas: gwei(1).toString() },
+  signedAt: new Date().toISOString(),
+  ...over,
+});
+
+/** A transaction at nonce 5 with these signings, broadcast and waiting to be mined. */
+function inFlight(broadcasts: Broadcast[], over: Partial<Transaction> = {}): Work {
+  const tx = row({ status: 'submitted', sentAt: new Date(), ...over });
+  const w = newWork(tx, readState({ chainState: { goal: 'payload', phase: 'broadcast', broadcasts, version: 0, payloadOut: true, raw: '0x02' } as never }));
+  return w;
+}
+
+describe('nonce attribution: by evidence, never by absence', () => {
+  it('a mined transaction that is any signing of this one (an older fee bump, an earlier nonce) is ours: nothing moves', () => {
+    const w = inFlight([broadcast(1, { nonce: '3' }), broadcast(2), broadcast(3)]);
+    expect(attribute(pace, w, h(1), new Date())).toBe('ours');
+    expect(attribute(pace, w, h(2), new Date())).toBe('ours');
+    expect(w.patch.nonce).toBeUndefined();
+    expect(w.st.phase).toBe('broadcast');
+  });
+
+  it('hash comparison ignores letter case', () => {
+    const w = inFlight([broadcast(0xabc)]);
+    expect(attribute(pace, w, h(0xabc).toUpperCase().replace('0X', '0x') as Hex, new Date())).toBe('ours');
+  });
+
+  it('proven to be another transaction: the payload moves to a new nonce and is signed afresh there', () => {
+    const w = inFlight([broadcast(2)]);
+    expect(attribute(pace, w, h(99), new Date())).toBe('move');
+    movedTo(w, 5n, 9n, h(99));
+    expect(w.patch.nonce).toBe(9n);
+    expect(w.st.phase).toBe('new');
+    expect(w.st.raw).toBeUndefined();
+    expect(reasonOf(w)).toContain('sent again at nonce 9');
+    expect(reasonOf(w)).toContain(h(99));
+  });
+
+  it('no proof of whose transaction used the nonce: nothing is sent again, the nonce is kept and the reason says so', () => {
+    const w = inFlight([broadcast(2)]);
+    expect(attribute(pace, w, null, new Date('2026-01-01T00:00:00Z'))).toBe('hold');
+    expect(w.patch.nonce).toBeUndefined();
+    expect(w.st.phase).toBe('broadcast');
+    expect(w.st.unattributed).toBe('2026-01-01T00:00:00.000Z');
+    expect(w.dueInMs).toBe(30_000);
+    expect(reasonOf(w)).toMatch(/nonce 5 was used on chain.*not sent again/);
+    // Proof arriving later clears the hold.
+    expect(attribute(pace, w, h(2), new Date())).toBe('ours');
+  });
+
+  it('a NOOP (cancel, expiry) whose nonce another transaction took is done: the nonce is consumed either way', () => {
+    const w = inFlight([broadcast(2)]);
+    w.st.goal = 'noop';
+    w.st.outcome = { status: 'canceled', reason: 'canceled: replaced by a 0-value self-transfer' };
+    expect(attribute(pace, w, h(77), new Date())).toBe('consumed');
+    expect(w.status).toBe('canceled');
+    expect(w.st.phase).toBe('done');
+  });
+});
+
+describe('broadcast answers', () => {
+  const signed = () => {
+    const w = newWork(row(), readState({ chainState: null }));
+    recordSigning(w, { raw: '0x02', hash: h(7), gasLimit: 21_000n, fees: { gasPrice: gwei(2) }, feesJson: { gasPrice: gwei(2).toString() }, now: new Date('2026-01-01T00:00:00Z') });
+    return w;
+  };
+
+  it('signing makes it sent, with sent_at in the same write', () => {
+    const w = signed();
+    expect(w.status).toBe('sent');
+    expect(w.patch.sentAt).toEqual(new Date('2026-01-01T00:00:00Z'));
+    expect(w.patch.hashes).toEqual([h(7)]);
+    expect(w.st.phase).toBe('signed');
+  });
+
+  it('a definitive refusal of a payload no node can have fails it and sends a NOOP for its nonce', () => {
+    const w = signed();
+    onBroadcast(pace, w, 'invalid', new Error('intrinsic gas too low'), new Date());
+    expect(w.status).toBe('failed');
+    expect(w.st.goal).toBe('noop');
+  });
+
+  it('an answer that never came counts as possibly sent: a later refusal does not fail it', () => {
+    const w = signed();
+    onBroadcast(pace, w, 'unreachable', new Error('socket hang up'), new Date());
+    expect(w.st.payloadOut).toBe(true);
+    onBroadcast(pace, w, 'invalid', new Error('something odd'), new Date());
+    expect(w.status).toBe('sent');
+    expect(w.st.goal).toBe('payload');
+  });
+
+  it('a row saved signed by a step whose end nobody recorded (a crash) counts as possibly sent', () => {
+    const w = signed();
+    const resumed = newWork(row({ status: 'sent', chainState: w.st as never }), readState({ chainState: JSON.parse(JSON.stringify(w.st)) }));
+    resumeSigned(resumed);
+    expect(resumed.st.payloadOut).toBe(true);
+  });
+
+  it('accepted: submitted, resubmission clock started', () => {
+    const w = signed();
+    expect(onBroadcast(pace, w, 'ok', undefined, new Date())).toBe(true);
+    expect(w.status).toBe('submitted');
+    expect(w.via).toEqual(['sent']);
+    expect(w.dueInMs).toBe(3_000);
+  });
+});
+
+describe('fees of the next signing', () => {
+  const ctx = { policy: {} } as EvmContext;
+  const bump = (p: any, f: any) => replacementFees(ctx, p, f);
+
+  it('a first signing takes the fresh price', () => {
+    const w = newWork(row(), readState({ chainState: null }));
+    expect(planFees(w, undefined, { gasPrice: gwei(3) }, bump)).toEqual({ gasPrice: gwei(3) });
+  });
+
+  it('a resubmission bids at least 10% more than the last signing at the nonce', () => {
+    const w = inFlight([broadcast(1)]);
+    const fees = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) }, bump);
+    expect(fees).not.toBe('resend');
+    expect((fees as any).maxFeePerGas).toBeGreaterThanOrEqual(gwei(11));
+    expect((fees as any).maxPriorityFeePerGas).toBeGreaterThanOrEqual(1_100_000_000n);
+  });
+
+  it('in line behind a lower nonce and still paying the market price: the same bytes go out again', () => {
+    const w = inFlight([broadcast(1)]);
+    w.behind = true;
+    expect(planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) }, bump)).toBe('resend');
+  });
+
+  it("at the relayer's gas_price_cap: the same bytes again, and the reason says why", () => {
+    const capped = { policy: { gas_price_cap: gwei(10) } } as EvmContext;
+    const w = inFlight([broadcast(1)]);
+    const fees = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) }, (p, f) => replacementFees(capped, p, f));
+    // The tip can still rise under the cap, so it is a new bid; once both are at the cap it is a resend.
+    const atCap = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(10) } }, { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) }, (p, f) => replacementFees(capped, p, f));
+    expect(fees).not.toBe('resend');
+    expect(atCap).toBe('resend');
+    expect(reasonOf(w)).toContain('gas_price_cap');
+  });
+});
+
+describe('expiry', () => {
+  it('unsigned when valid_until passes: expired at once, a NOOP takes the nonce', () => {
+    const w = newWork(row({ validUntil: new Date(1_000) }), readState({ chainState: null }));
+    expireIfDue(w, 2_000);
+    expect(w.status).toBe('expired');
+    expect(w.st.goal).toBe('noop');
+  });
+
+  it('signed when valid_until passes: replaced by a NOOP, expired only once that is mined', () => {
+    const w = inFlight([broadcast(1)], { validUntil: new Date(1_000) });
+    expireIfDue(w, 2_000);
+    expect(w.status).toBe('submitted');
+    expect(w.st.goal).toBe('noop');
+    expect(w.st.outcome?.status).toBe('expired');
+  });
+});
+
+describe('receipts', () => {
+  const receipt = (hash: Hex, block: number, status = '0x1') => ({ transactionHash: hash, blockNumber: `0x${block.toString(16)}` as Hex, blockHash: h(1000 + block), status: status as Hex, gasUsed: '0x5208' as Hex });
+
+  it('mined deep enough: confirmed through mined', () => {
+    const w = inFlight([broadcast(1), broadcast(2)]);
+    expect(onReceipt(pace, w, w.st.broadcasts[0], receipt(h(1), 10), 10n)).toBe('mined');
+    expect(w.status).toBe('confirmed');
+    expect(w.via).toEqual(['mined']);
+    expect(w.patch.hash).toBe(h(1));
+  });
+
+  it('the NOOP of a cancel mined: canceled', () => {
+    const w = inFlight([broadcast(1), broadcast(2, { kind: 'noop', version: undefined })]);
+    w.st.goal = 'noop';
+    w.st.outcome = { status: 'canceled', reason: 'canceled: replaced by a 0-value self-transfer' };
+    expect(onReceipt(pace, w, w.st.broadcasts[1], receipt(h(2), 10), 10n)).toBe('noop');
+    expect(w.status).toBe('canceled');
+  });
+
+  it('a signing at an earlier nonce of the transaction is where it was mined', () => {
+    const w = inFlight([broadcast(1, { nonce: '3' }), broadcast(2)]);
+    onReceipt(pace, w, w.st.broadcasts[0], receipt(h(1), 10), 10n);
+    expect(w.patch.nonce).toBe(3n);
+    expect(w.status).toBe('confirmed');
+  });
+
+  it('a revert: failed', () => {
+    const w = inFlight([broadcast(1)]);
+    expect(onReceipt(pace, w, w.st.broadcasts[0], receipt(h(1), 10, '0x0'), 10n)).toBe('reverted');
+    expect(w.status).toBe('failed');
+  });
+});
+
+describe('crash point names', () => {
+  it('name each signing path', () => {
+    const w = inFlight([broadcast(1), broadcast(2), broadcast(3, { version: 1 }), broadcast(4, { kind: 'noop', version: undefined })]);
+    expect(actionOf(w, w.st.broadcasts[0])).toBe('send');
+    expect(actionOf(w, w.st.broadcasts[1])).toBe('resubmit');
+    expect(actionOf(w, w.st.broadcasts[2])).toBe('replace');
+    expect(actionOf(w, w.st.broadcasts[3])).toBe('cancel');
+    w.st.outcome = { status: 'expired', reason: 'x' };
+    expect(actionOf(w, w.st.broadcasts[3])).toBe('expire');
+  });
+});
