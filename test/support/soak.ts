@@ -157,8 +157,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
 
     const accepted = new Map<string, string>(); // id -> value
     let value = 1_000_000;
-    const miningOn = async () => {
-      if (random() < 0.3) await nodeRpc(anvil.url, 'evm_setAutomine', [true]);
+    const miningOn = async (automine: boolean) => {
+      if (automine) await nodeRpc(anvil.url, 'evm_setAutomine', [true]);
       else {
         await nodeRpc(anvil.url, 'evm_setAutomine', [false]);
         await nodeRpc(anvil.url, 'evm_setIntervalMining', [1]);
@@ -170,12 +170,22 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       await nodeRpc(anvil.url, 'evm_setIntervalMining', [0]);
     };
 
+    // A stop of mining that the kill interrupted may last through the restart.
+    let miningIsOff = false;
     for (let round = 1; round <= opts.rounds; round++) {
-      // The plan of this round, drawn up front from the seed.
-      const killAfterMs = Math.floor(random() * 5_000);
+      // The plan of this round, drawn up front from the seed (anvil then mines a block a second, or on
+      // every transaction when `automine`).
+      const killAfterMs = Math.floor(random() * 6_000);
       // Sends are spread over the first seconds of the round, so the kill finds some in flight.
       const pauses = Array.from({ length: sends }, () => Math.floor(random() * 400));
-      const stretches = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({ at: Math.floor(random() * 5_000), forMs: 300 + Math.floor(random() * 3_000) }));
+      // Some stretches outlast the resubmission delay (3 blocks), so fee bumps meet lost answers too.
+      const stretches = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
+        at: Math.floor(random() * 5_000),
+        forMs: 300 + Math.floor(random() * 8_000),
+        automine: random() < 0.3,
+      }));
+      const carryOver = random() < 0.25;
+      const carried = { ms: 500 + Math.floor(random() * 4_000), automine: random() < 0.3 };
       proxy.setMode({ kind: 'chaos', mix, maxDelayMs: 1_500 });
       const instance = await startInstance(env);
       cleanup.push(() => instance.kill());
@@ -183,13 +193,24 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       let stop = false;
       // Mining: off and on again in the planned stretches (bounded by the stretch count).
       const mining = (async () => {
+        if (miningIsOff) {
+          await sleep(carried.ms);
+          await miningOn(carried.automine);
+          miningIsOff = false;
+        }
         for (const s of stretches.sort((a, b) => a.at - b.at)) {
           const wait = s.at - (Date.now() - roundStart);
           if (wait > 0) await sleep(wait);
           if (stop) return;
           await miningOff();
-          await sleep(s.forMs);
-          await miningOn();
+          miningIsOff = true;
+          const end = Date.now() + s.forMs;
+          while (Date.now() < end) {
+            if (stop && carryOver) return; // still off when the next instance starts
+            await sleep(Math.min(100, end - Date.now()));
+          }
+          await miningOn(s.automine);
+          miningIsOff = false;
         }
       })();
       let next = 0;
