@@ -1,4 +1,4 @@
-import { claimDue, dropStaleLeases, LEASE_MS, release } from './db/lease.js';
+import { dropStaleLeases } from './db/lease.js';
 import { startMaintenance } from './db/maintenance.js';
 import { startLoop } from './lib/loop.js';
 import type { Transaction } from './generated/prisma/client.js';
@@ -6,7 +6,7 @@ import { startDeliveryWorker } from './modules/notifications/delivery.js';
 import { startRelayerChecks } from './modules/relayers/checks.js';
 import type { NetworkType } from './modules/relayers/policies.js';
 import { familyOf } from './modules/transactions/family.js';
-import { TRANSACTION_COLUMNS } from './modules/transactions/sql.js';
+import { claimTransactions, releaseTransactions } from './modules/transactions/store.js';
 import type { Runtime } from './runtime.js';
 
 const BATCH = 100;
@@ -22,8 +22,7 @@ const LEASE_MARGIN_MS = 5_000;
  * step, the whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
-  const giveBack = (rows: Transaction[], inMs = 0) =>
-    release(rt.prisma, 'transactions', rt.instanceId, rows.map((tx) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt: new Date(Date.now() + inMs) })));
+  const giveBack = (rows: Transaction[], inMs = 0) => releaseTransactions(rt, rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })));
   const retryLater = (rows: Transaction[]) => giveBack(rows, 5_000);
   let started = false;
   let handed: Transaction[] = [];
@@ -35,16 +34,7 @@ function startTransactionWorker(rt: Runtime) {
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
       if (txs.length < BATCH) {
         // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
-        txs.push(
-          ...(await claimDue<Transaction>(rt.prisma, 'transactions', {
-            owner: rt.instanceId,
-            limit: BATCH - txs.length,
-            leaseMs: LEASE_MS,
-            where: 'due_at IS NOT NULL',
-            orderBy: 'due_at, nonce',
-            returning: TRANSACTION_COLUMNS,
-          })),
-        );
+        txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }
       if (txs.length === 0) return false;
       const byType = new Map<NetworkType, Transaction[]>();

@@ -2,8 +2,7 @@
 // leased transactions. What to do with each answer is decided in decide.ts.
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { release } from '../../db/lease.js';
-import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
+import { moveToNewNonce, releaseTransactions, saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, type EvmContext } from './context.js';
@@ -35,7 +34,7 @@ import {
 import { classifyBroadcastError, revertReason } from './errors.js';
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
-import { chainNonces, latestNonce, reassignNonce, reconcileNonces } from './nonces.js';
+import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
 import { capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc.js';
 import { readState, type Broadcast } from './state.js';
@@ -46,10 +45,10 @@ export async function processBatch(rt: Runtime, txs: Transaction[]): Promise<voi
   const byRelayer = new Map<string, Transaction[]>();
   for (const tx of txs) byRelayer.set(tx.relayerId, [...(byRelayer.get(tx.relayerId) ?? []), tx]);
   const relayers = await rt.prisma.relayer.findMany({ where: { id: { in: [...byRelayer.keys()] } } });
-  await Promise.all(relayers.map((r) => processRelayer(rt, r, byRelayer.get(r.id)!, rt.instanceId)));
+  await Promise.all(relayers.map((r) => processRelayer(rt, r, byRelayer.get(r.id)!)));
 }
 
-export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[], owner: string): Promise<void> {
+async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[]): Promise<void> {
   const works = txs.map((tx) => newWork(tx, readState(tx)));
   works.forEach(resumeSigned);
   let ctx: EvmContext;
@@ -57,7 +56,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     ctx = evmContext(rt, relayer);
   } catch (e) {
     for (const w of works) wait(w, `cannot work on this transaction: ${(e as Error).message}`, 30_000);
-    await persist(rt, owner, works, true);
+    await persist(rt, works, true);
     return;
   }
   const log = rt.log.child({ relayerId: relayer.id });
@@ -70,7 +69,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
     latest = await latestNonce(ctx);
     const line = lineOf(rt, relayer.id, latest, Date.now());
-    await resolve(rt, ctx, owner, active().filter((w) => w.tx.nonce !== null), latest, log);
+    await resolve(rt, ctx, active().filter((w) => w.tx.nonce !== null), latest, log);
 
     // 2. Decide what each needs, and sign; every signing is saved before it is broadcast.
     const toSign: Work[] = [];
@@ -91,7 +90,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     if (stuckAbove) await fillGapsNow(rt, ctx, log);
     const { signed, resend } = await signAll(ctx, toSign, log);
     crashAt(rt, signed, 'signed');
-    await persist(rt, owner, signed, false);
+    await persist(rt, signed, false);
     crashAt(rt, signed, 'saved');
     toBroadcast.push(...resend, ...signed.filter((w) => !w.lost && w.st.phase === 'signed'));
 
@@ -99,13 +98,13 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     const accepted = await broadcastAll(rt, ctx, toBroadcast, log);
     if (accepted.length > 0) {
       const again = await latestNonce(ctx).catch(() => null);
-      if (again !== null) await resolve(rt, ctx, owner, accepted.filter((w) => !w.lost), again, log);
+      if (again !== null) await resolve(rt, ctx, accepted.filter((w) => !w.lost), again, log);
     }
   } catch (e) {
     if (!(e instanceof RpcUnavailableError)) throw e;
     for (const w of works) if (!w.lost && w.st.phase !== 'done') unreachable(w, e);
   }
-  await persist(rt, owner, works, true);
+  await persist(rt, works, true);
   const out = works.filter((w) => !w.lost && w.st.phase === 'broadcast').map(nonceOf);
   if (out.length > 0 && latest !== undefined) watchMined(rt, ctx, out.reduce((a, b) => (a > b ? a : b)), latest);
   const soonest = Math.min(...works.filter((w) => !w.lost && w.dueInMs !== null).map((w) => w.dueInMs!));
@@ -134,13 +133,13 @@ function lineOf(rt: Runtime, relayerId: string, latest: bigint, now: number) {
 }
 
 /** Writes every transaction of the step (with `endStep`, giving their leases back); only rows whose lease still holds are written. */
-async function persist(rt: Runtime, owner: string, works: Work[], endStep: boolean) {
+async function persist(rt: Runtime, works: Work[], endStep: boolean) {
   let live = works.filter((w) => !w.lost);
   if (live.length === 0) return;
   const dueAt = (w: Work) => (w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs));
   if (endStep) {
     const same = live.filter(unchanged);
-    await release(rt.prisma, 'transactions', owner, same.map((w) => ({ id: w.tx.id, leaseUntil: w.tx.leaseUntil, dueAt: dueAt(w) })));
+    await releaseTransactions(rt, same.map((w) => ({ tx: w.tx, dueAt: dueAt(w) })));
     live = live.filter((w) => !same.includes(w));
     if (live.length === 0) return;
   }
@@ -149,7 +148,7 @@ async function persist(rt: Runtime, owner: string, works: Work[], endStep: boole
     if (endStep) patch.dueAt = dueAt(w);
     return { before: w.tx, patch, via: w.via, release: endStep };
   });
-  const saved = await saveTransactions(rt, owner, changes);
+  const saved = await saveTransactions(rt, rt.instanceId, changes);
   for (const w of live) {
     const row = saved.get(w.tx.id);
     if (!row) {
@@ -166,7 +165,7 @@ async function persist(rt: Runtime, owner: string, works: Work[], endStep: boole
 // ---------------------------------------------------------------------------------------------
 // Receipts and nonce attribution
 
-async function resolve(rt: Runtime, ctx: EvmContext, owner: string, works: Work[], latest: bigint, log: Runtime['log']) {
+async function resolve(rt: Runtime, ctx: EvmContext, works: Work[], latest: bigint, log: Runtime['log']) {
   const look = works.filter((w) => !w.lost && w.st.phase !== 'done' && (w.st.phase === 'mined' || nonceOf(w) < latest));
   if (look.length === 0) return;
   // Every signing of each, at any nonce it ever had: after restarts and lease moves, any may be the one mined.
@@ -198,11 +197,11 @@ async function resolve(rt: Runtime, ctx: EvmContext, owner: string, works: Work[
     }
   }
   if (reverted.length) await explainReverts(ctx, reverted);
-  for (const w of unexplained) await attributeNonce(rt, ctx, owner, w, headBlock, log);
+  for (const w of unexplained) await attributeNonce(rt, ctx, w, headBlock, log);
 }
 
 /** The chain passed the nonce and no signing of this transaction has a receipt: whose transaction took it? */
-async function attributeNonce(rt: Runtime, ctx: EvmContext, owner: string, w: Work, head: bigint, log: Runtime['log']) {
+async function attributeNonce(rt: Runtime, ctx: EvmContext, w: Work, head: bigint, log: Runtime['log']) {
   const n = nonceOf(w);
   const mined = await minedAt(ctx.rpc, ctx.relayer.address as Address, n, head);
   const verdict = attribute(ctx, w, mined, new Date());
@@ -212,7 +211,7 @@ async function attributeNonce(rt: Runtime, ctx: EvmContext, owner: string, w: Wo
   }
   if (verdict !== 'move') return;
   const { pending } = await chainNonces(ctx);
-  const next = await reassignNonce(rt, ctx, w.tx, owner, pending);
+  const next = await moveToNewNonce(rt, w.tx, pending);
   if (next === null) {
     w.lost = true;
     return;

@@ -1,6 +1,4 @@
-import { LEASE_MS } from '../../db/lease.js';
-import type { Transaction } from '../../generated/prisma/client.js';
-import { TRANSACTION_COLUMNS } from '../../modules/transactions/sql.js';
+import { claimBelowNonce } from '../../modules/transactions/store.js';
 import type { Runtime } from '../../runtime.js';
 import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
@@ -38,13 +36,9 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
 /** The rows whose nonce the chain passed, still in flight and free, leased to this instance's worker. */
 async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
   if (!rt.handOff) return; // the worker stopped
-  const rows = await rt.prisma.$queryRawUnsafe<Transaction[]>(CLAIM_MINED, relayerId, latest, rt.instanceId, String(LEASE_MS));
+  const rows = await claimBelowNonce(rt, relayerId, latest);
   if (rows.length > 0) rt.handOff(rows.sort((a, b) => (a.nonce! < b.nonce! ? -1 : 1)));
 }
-
-const CLAIM_MINED = `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
-  WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
-  RETURNING ${TRANSACTION_COLUMNS}`;
 
 function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
   const key = ctx.relayer.id;

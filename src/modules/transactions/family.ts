@@ -2,7 +2,7 @@ import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { ShapeOf } from './shapes.js';
-import type { NewTransaction } from './sql.js';
+import type { NewTransaction } from './store.js';
 
 /** What a chain family decides when it accepts a request: the row to write. */
 export interface Accepted {

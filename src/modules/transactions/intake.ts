@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import { emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
-import { insertTransactions } from './sql.js';
+import { writeWithEvents } from '../notifications/events.js';
+import { insertTransactions } from './store.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
 
@@ -133,9 +133,8 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
             requestDigest: w.digest,
           };
         }),
-        rt.handOff ? rt.instanceId : null,
+        { relayers: [batch[0].relayer], leaseOwner: rt.handOff ? rt.instanceId : null },
       );
-      await emitTransactionUpdates(db, rows.map((transaction, k) => ({ relayer: batch[writing[k]].relayer, transaction })));
       writing.forEach((i, k) => (outcomes[i] = rows[k]));
     }
     return outcomes as Intaken[];

@@ -1,7 +1,129 @@
-import { columnOf, recordsetJson } from '../../db/columns.js';
-import type { Prisma, Transaction } from '../../generated/prisma/client.js';
+// The transaction repository: every write of a transaction row goes through here. New rows are
+// inserted; after that only the holder of a row's lease changes it (save), and every status change
+// queues its webhook delivery and live event in the same database transaction (the outbox).
+// Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
+// createManyAndReturn and findMany cost several times the database's own work per row.
+import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
+import { claimDue, LEASE_MS, release } from '../../db/lease.js';
+import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
 import { emitTransactionUpdate, emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
+
+/** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
+export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
+
+/** The fields a new row is written with; the database fills in the rest (status, times, defaults). */
+export type NewTransaction = Pick<
+  Transaction,
+  | 'id' | 'relayerId' | 'networkType' | 'from' | 'to' | 'data' | 'nonce' | 'gasLimit' | 'gasPrice' | 'maxFeePerGas'
+  | 'maxPriorityFeePerGas' | 'speed' | 'validUntil' | 'idempotencyKey' | 'requestDigest'
+> & {
+  value?: string | null;
+  request: Prisma.InputJsonValue;
+  /** A row born final (a NOOP filling a nonce gap) says so; a client's transaction starts pending. */
+  status?: Transaction['status'];
+  statusReason?: string | null;
+  chainState?: Prisma.InputJsonValue | null;
+};
+
+const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
+  ['id', 'text'], ['relayerId', 'text'], ['networkType', 'text', '"NetworkType"'], ['from', 'text'], ['to', 'text'],
+  ['value', 'text'], ['data', 'text'], ['nonce', 'bigint'], ['gasLimit', 'bigint'], ['gasPrice', 'text'],
+  ['maxFeePerGas', 'text'], ['maxPriorityFeePerGas', 'text'], ['speed', 'text', '"Speed"'], ['validUntil', 'text', 'timestamp(3)'],
+  ['request', 'jsonb'], ['idempotencyKey', 'text'], ['requestDigest', 'text'], ['status', 'text', '"TransactionStatus"'],
+  ['statusReason', 'text'], ['chainState', 'jsonb'],
+];
+
+/** Columns the database defaults when a new row leaves them out. */
+const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
+
+const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
+  SELECT ${INSERTED.map(([f, , cast]) => {
+    const v = DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
+    return cast ? `${v}::${cast}` : v;
+  }).join(', ')}, now(),
+    $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
+  FROM jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+  ORDER BY n
+  RETURNING ${TRANSACTION_COLUMNS}`;
+
+/**
+ * Inserts rows in one statement and returns them as written, in the order given, with the webhook
+ * delivery of each new row queued in the same database transaction (`relayers`: the relayer of
+ * every row). With `leaseOwner` they are written leased to it (for LEASE_MS), to be worked on
+ * without claiming them first.
+ */
+export async function insertTransactions(
+  db: Prisma.TransactionClient,
+  rows: NewTransaction[],
+  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null },
+): Promise<Transaction[]> {
+  const json = recordsetJson(rows.map((r, n) => ({ ...r, n })));
+  const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json, opts.leaseOwner ?? null, String(LEASE_MS));
+  const byId = new Map(written.map((t) => [t.id, t]));
+  const inserted = rows.map((r) => byId.get(r.id)!);
+  const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
+  await emitTransactionUpdates(db, inserted.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })));
+  return inserted;
+}
+
+/** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */
+export function claimTransactions(rt: Runtime, limit: number): Promise<Transaction[]> {
+  return claimDue<Transaction>(rt.prisma, 'transactions', {
+    owner: rt.instanceId,
+    limit,
+    leaseMs: LEASE_MS,
+    where: 'due_at IS NOT NULL',
+    orderBy: 'due_at, nonce',
+    returning: TRANSACTION_COLUMNS,
+  });
+}
+
+/** Claims the relayer's in-flight rows below `nonce` that no one holds (the chain has mined past them), due or not. */
+export function claimBelowNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction[]> {
+  return rt.prisma.$queryRawUnsafe<Transaction[]>(
+    `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
+     WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
+     RETURNING ${TRANSACTION_COLUMNS}`,
+    relayerId,
+    nonce,
+    rt.instanceId,
+    String(LEASE_MS),
+  );
+}
+
+/** Gives claimed rows back unchanged, each due again at its time (null: no more work), where the lease they were read under still holds. */
+export function releaseTransactions(rt: Runtime, rows: { tx: Pick<Transaction, 'id' | 'leaseUntil'>; dueAt: Date | null }[]) {
+  return release(rt.prisma, 'transactions', rt.instanceId, rows.map(({ tx, dueAt }) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt })));
+}
+
+/**
+ * Moves a leased row to the relayer's next nonce (at least `atLeast`): allocated and written in
+ * one database transaction, under the lease the row was read with. Null when the lease was lost
+ * or the relayer's nonce is not initialised.
+ */
+export async function moveToNewNonce(rt: Runtime, tx: Transaction, atLeast: bigint): Promise<bigint | null> {
+  return rt.prisma
+    .$transaction(async (db) => {
+      const [r] = await db.$queryRaw<{ nonce: bigint }[]>`
+        UPDATE relayers SET next_nonce = GREATEST(next_nonce, ${atLeast}) + 1
+        WHERE id = ${tx.relayerId} AND next_nonce IS NOT NULL
+        RETURNING next_nonce - 1 AS nonce`;
+      if (!r) return null;
+      const nonce = BigInt(r.nonce);
+      const n = await db.$executeRaw`
+        UPDATE transactions SET nonce = ${nonce}
+        WHERE id = ${tx.id} AND lease_owner = ${rt.instanceId} AND lease_until = ${tx.leaseUntil?.toISOString() ?? null}::timestamp(3)`;
+      if (n === 0) throw new LeaseLost();
+      return nonce;
+    })
+    .catch((e) => {
+      if (e instanceof LeaseLost) return null;
+      throw e;
+    });
+}
+
+class LeaseLost extends Error {}
 
 /**
  * The one way a transaction changes after it is accepted: the row, the webhook delivery of a
