@@ -1,15 +1,9 @@
 import { GraphQLError } from 'graphql';
+import { DomainError, type ErrorKind } from '../core/errors.js';
+import type { Logger } from '../log.js';
+import { httpOf, type ErrorCode } from '../rest/status.js';
 
-export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
-
-export const statusOf: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-};
+export type { ErrorCode };
 
 /**
  * A typed error: `message` is what users see (the spec's exact strings where the spec has one),
@@ -18,7 +12,7 @@ export const statusOf: Record<ErrorCode, number> = {
 export class AppError extends GraphQLError {
   constructor(code: ErrorCode, message: string, detail?: string, headers?: Record<string, string>) {
     // Only these change the HTTP status on /graphql; other errors are ordinary GraphQL errors there.
-    const http = code === 'UNAUTHORIZED' || code === 'RATE_LIMITED' ? { http: { status: statusOf[code], ...(headers ? { headers } : {}) } } : {};
+    const http = code === 'UNAUTHORIZED' || code === 'RATE_LIMITED' ? { http: { status: httpOf[code].status, ...(headers ? { headers } : {}) } } : {};
     super(message, { extensions: { code, ...(detail ? { detail } : {}), ...http } });
   }
   get code(): ErrorCode {
@@ -26,12 +20,39 @@ export class AppError extends GraphQLError {
   }
 }
 
-export const badRequest = (detail: string) => new AppError('BAD_REQUEST', 'Bad Request', detail);
-export const unauthorized = () => new AppError('UNAUTHORIZED', 'Unauthorized');
-export const relayerNotFound = (id: string) => new AppError('NOT_FOUND', `Relayer with ID ${id} not found`);
-export const notificationNotFound = () => new AppError('NOT_FOUND', 'Notification not found');
-export const transactionNotFound = (id: string) => new AppError('NOT_FOUND', `Transaction with ID ${id} not found`);
-export const conflict = (message: string, detail?: string) => new AppError('CONFLICT', message, detail);
+// Errors of the GraphQL layer itself (rate limit, masking); domain errors are mapped below.
 export const rateLimited = (retryAfterSeconds: number) =>
   new AppError('RATE_LIMITED', 'Too Many Requests', undefined, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 export const internal = () => new AppError('INTERNAL', 'Internal Server Error');
+
+/**
+ * Domain error kinds as GraphQL error codes: the one place they are mapped. `headline` replaces the
+ * message (which then becomes the detail) where the code has a fixed one.
+ */
+const CODE_OF: Record<ErrorKind, { code: ErrorCode; headline?: string }> = {
+  invalid: { code: 'BAD_REQUEST', headline: 'Bad Request' },
+  // Answered as a bad request, as before the kind existed: the client may try again.
+  unavailable: { code: 'BAD_REQUEST', headline: 'Bad Request' },
+  'not-found': { code: 'NOT_FOUND' },
+  conflict: { code: 'CONFLICT' },
+};
+
+export function fromDomainError(e: DomainError): AppError {
+  const { code, headline } = CODE_OF[e.kind];
+  return headline ? new AppError(code, headline, e.detail ? `${e.message}: ${e.detail}` : e.message) : new AppError(code, e.message, e.detail);
+}
+
+/** The error masking of both surfaces: typed errors pass (domain errors as their GraphQL code), any other is logged and hidden. */
+export function maskError(log: Logger) {
+  return (error: unknown): Error => {
+    const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
+    if (original instanceof DomainError) return fromDomainError(original);
+    if (original instanceof AppError) return original;
+    if (error instanceof GraphQLError && !error.originalError) return error;
+    if (error instanceof GraphQLError && (error.originalError as GraphQLError | undefined)?.extensions?.code === 'BAD_REQUEST') return error;
+    // A variable a built-in scalar refuses (no path: not from a resolver) is the caller's mistake.
+    if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) return error;
+    log.error({ err: original }, 'unexpected error in a resolver');
+    return internal();
+  };
+}

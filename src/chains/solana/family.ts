@@ -3,7 +3,7 @@
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
@@ -172,9 +172,9 @@ export const solanaFamily: ChainFamily<'solana'> = {
       // A dry run of what the pipeline will sign: fee payer, co-signatures, blockhash and policy.
       await prepare(c, req);
     } catch (e) {
-      if (e instanceof SolanaRequestError) throw badRequest(e.message);
+      if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.
-      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
     return {

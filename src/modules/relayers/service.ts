@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
-import { badRequest, relayerNotFound } from '../../graphql/errors.js';
+import { invalid, relayerNotFound } from '../../core/errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
 import { paged, toPage } from '../shared/page.js';
@@ -62,7 +62,7 @@ export type UpdateRelayerInput = z.input<typeof updateInput>;
 export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelayerInput): Promise<Relayer> {
   const relayer = await getRelayer(rt, id);
   const parsed = updateInput.safeParse(input);
-  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const i = parsed.data;
   const data: Prisma.RelayerUpdateInput = {};
   if (i.name) data.name = i.name;
@@ -70,7 +70,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   if (i.notificationId !== undefined) {
     if (i.notificationId !== null) {
       const exists = await rt.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
-      if (!exists) throw badRequest(`notification_id: notification "${i.notificationId}" does not exist`);
+      if (!exists) throw invalid(`notification_id: notification "${i.notificationId}" does not exist`);
       data.notification = { connect: { id: i.notificationId } };
     } else {
       data.notification = { disconnect: true };
@@ -81,7 +81,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     // A policy object updates the fields it names; null clears every policy. Only the fields given
     // are validated: the stored ones were checked when set, and are kept in storable form.
     const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
-    if (!result.ok) throw badRequest(describeIssues(result.error, 'policies'));
+    if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
   return writeWithEvents(rt, async (tx) => {

@@ -1,7 +1,7 @@
 import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { Relayer } from '../relayers/schema.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { listenNow } from '../notifications/live.js';
 import { getRelayer } from '../relayers/service.js';
 import { publicState } from './record.js';
@@ -142,7 +142,7 @@ builder.subscriptionFields((t) => ({
       'Every status change of one transaction, or of all transactions of a relayer (new transactions included), from the moment of subscribing: the same changes, in the same order, as the transaction_update webhooks.',
     args: { transactionId: t.arg.id({ required: false }), relayerId: t.arg.id({ required: false }) },
     subscribe: async (_, a, ctx) => {
-      if (!a.transactionId && !a.relayerId) throw badRequest('give transactionId or relayerId');
+      if (!a.transactionId && !a.relayerId) throw invalid('give transactionId or relayerId');
       // Listening starts before the checks, so no change published once this returns is missed.
       const updates = a.transactionId
         ? listenNow(ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId)))

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { describeIssues, evmAddress, hexData, int64, u128 } from '../../lib/validate.js';
 import { parseStellarRequest, StellarRequestError, type StellarTransactionRequest } from '../../chains/stellar/index.js';
 import type { NetworkType } from '../relayers/policies.js';
@@ -111,7 +111,7 @@ export function parseShape<T extends NetworkType>(type: T, input: Record<string,
         return path ? `${path}: ${i.message}` : i.message;
       })
       .join('; ');
-    throw badRequest(detail);
+    throw invalid(detail);
   }
   return result.data as ShapeOf<T>;
 }
