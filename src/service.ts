@@ -14,6 +14,7 @@ import { memoryBucket } from './graphql/rate-limit.js';
 import { redisBucket } from './graphql/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
+import { createState } from './core/state.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
 import { evmFamily } from './chains/evm/family.js';
@@ -81,6 +82,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
+    state: createState(),
     wake: () => {},
     handOff: null,
     wakeDeliveries: () => {},

@@ -9,6 +9,8 @@ import { revertReason } from './errors.js';
 import { estimateGasWithMargin } from './fees.js';
 import { maxPricePerGas, requestFees } from './pricing.js';
 import { RpcError } from './rpc.js';
+import { slot } from '../../core/state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 
 export const TRANSFER_GAS = 21_000n;
 
@@ -78,7 +80,7 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
     } else {
       try {
         gasLimit =
-          to && !data && !(await hasCode(ctx, to))
+          to && !data && !(await hasCode(rt, ctx, to))
             ? // What eth_estimateGas answers for a plain transfer to an account without code, without asking.
               (TRANSFER_GAS * 11n + 9n) / 10n
             : await estimateGasWithMargin(ctx.rpc, { from: relayer.address as Address, to: to ?? undefined, data: data ?? undefined, value: req.value });
@@ -139,19 +141,18 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
 
 export const readPayload = (request: unknown) => request as EvmPayload;
 
-// Whether an address holds code, per endpoint list, for a few seconds: a plain transfer to an
+// Whether an address holds code, per chain, for a few seconds: a plain transfer to an
 // account without code needs no gas estimate. A cache only; a miss asks the chain.
 const CODE_TTL_MS = 5_000;
-const codeCache = new WeakMap<object, Map<string, { at: number; has: Promise<boolean> }>>();
+const CODE_CACHE = slot('evm code cache', () => new ExpiringMap<string, Promise<boolean>>(CODE_TTL_MS));
 
-function hasCode(ctx: EvmContext, address: string): Promise<boolean> {
-  let cache = codeCache.get(ctx.rpc);
-  if (!cache) codeCache.set(ctx.rpc, (cache = new Map()));
-  const key = address.toLowerCase();
+function hasCode(rt: Runtime, ctx: EvmContext, address: string): Promise<boolean> {
+  const cache = rt.state(CODE_CACHE);
+  const key = `${ctx.chainId}:${address.toLowerCase()}`;
   const hit = cache.get(key);
-  if (hit && Date.now() - hit.at < CODE_TTL_MS) return hit.has;
+  if (hit) return hit;
   const has = ctx.rpc.request<Hex>('eth_getCode', [address, 'latest']).then((code) => code !== '0x' && code !== '0x0');
-  cache.set(key, { at: Date.now(), has });
+  cache.set(key, has);
   has.catch(() => cache.delete(key));
   return has;
 }

@@ -42,7 +42,7 @@ interface SolanaState {
 
 const DEFAULT_SLOT_MS = 400;
 
-const rpcFor = clientCache((endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('solana rpc clients', (endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
@@ -54,7 +54,7 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     network,
     signer,
     policy: solanaPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_SLOT_MS,
   };
 }

@@ -53,7 +53,7 @@ interface StellarState {
 const DEFAULT_LEDGER_MS = 5_000;
 const RESEND_EVERY = 5;
 
-const rpcFor = clientCache((endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('stellar rpc clients', (endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
@@ -66,7 +66,7 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     passphrase: network.passphrase,
     signer,
     policy: stellarPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_LEDGER_MS,
   };
 }

@@ -3,6 +3,8 @@ import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../../core/errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
+import { slot } from '../../core/state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../shared/page.js';
 import { parsePolicies, type NetworkType } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
@@ -13,7 +15,9 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
-const snapshots = new WeakMap<Runtime['prisma'], Map<string, Relayer>>();
+// Relayers as last read, per runtime; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
+const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
 
 /**
  * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
@@ -21,8 +25,7 @@ const snapshots = new WeakMap<Runtime['prisma'], Map<string, Relayer>>();
  * that is behind only costs another read. It spares a read per request under load.
  */
 export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
-  let byId = snapshots.get(rt.prisma);
-  if (!byId) snapshots.set(rt.prisma, (byId = new Map()));
+  const byId = rt.state(SNAPSHOTS);
   const known = fresh ? undefined : byId.get(id);
   if (known) return known;
   const relayer = await getRelayer(rt, id);
