@@ -17,14 +17,10 @@ import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
-import { evmFamily } from './chains/evm/family.js';
-import { solanaFamily } from './chains/solana/family.js';
-import { stellarFamily } from './chains/stellar/family.js';
-import { registerFamily } from './modules/transactions/family.js';
+import { loadFamilies } from './modules/transactions/family.js';
 
-registerFamily('evm', evmFamily);
-registerFamily('solana', solanaFamily);
-registerFamily('stellar', stellarFamily);
+// The chain families' pipelines, from the one list of families (chains/families.ts).
+await loadFamilies();
 
 export interface Service {
   rt: Runtime;

@@ -1,7 +1,7 @@
 import type { Network, RpcEndpoint } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { readEvmPolicy, type EvmPolicy } from '../../modules/relayers/policies.js';
+import { readEvmPolicy, type EvmPolicy } from './spec.js';
 import { findNetwork, type Runtime } from '../../runtime.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { createEvmRpc, type EvmRpc } from './rpc.js';
