@@ -27,7 +27,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
-    maskedErrors: { maskError: maskError(rt.log) },
+    maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
   const rest = createRestHandler(yoga, rt);

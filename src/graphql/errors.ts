@@ -1,9 +1,12 @@
 import { GraphQLError } from 'graphql';
 import { DomainError, type ErrorKind } from '../core/errors.js';
 import type { Logger } from '../log.js';
-import { httpOf, type ErrorCode } from '../rest/status.js';
 
-export type { ErrorCode };
+/** The codes of typed errors (extensions.code); src/rest/status.ts gives each its HTTP status. */
+export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
+
+/** Codes that set the HTTP status of a /graphql response too (other errors are ordinary GraphQL errors there). */
+const HTTP_CODES: readonly ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED'];
 
 /**
  * A typed error: `message` is what users see (the spec's exact strings where the spec has one),
@@ -11,9 +14,8 @@ export type { ErrorCode };
  */
 export class AppError extends GraphQLError {
   constructor(code: ErrorCode, message: string, detail?: string, headers?: Record<string, string>) {
-    // Only these change the HTTP status on /graphql; other errors are ordinary GraphQL errors there.
-    const http = code === 'UNAUTHORIZED' || code === 'RATE_LIMITED' ? { http: { status: httpOf[code].status, ...(headers ? { headers } : {}) } } : {};
-    super(message, { extensions: { code, ...(detail ? { detail } : {}), ...http } });
+    // The HTTP status, for the codes that have one on /graphql, is set by maskError.
+    super(message, { extensions: { code, ...(detail ? { detail } : {}), ...(headers ? { http: { headers } } : {}) } });
   }
   get code(): ErrorCode {
     return this.extensions.code as ErrorCode;
@@ -42,17 +44,28 @@ export function fromDomainError(e: DomainError): AppError {
   return headline ? new AppError(code, headline, e.detail ? `${e.message}: ${e.detail}` : e.message) : new AppError(code, e.message, e.detail);
 }
 
-/** The error masking of both surfaces: typed errors pass (domain errors as their GraphQL code), any other is logged and hidden. */
-export function maskError(log: Logger) {
+/**
+ * The error masking of both surfaces: typed errors pass (domain errors as their GraphQL code), any
+ * other is logged and hidden. `httpStatus` (the REST adapter's table) gives the status of the codes
+ * that set the HTTP status of a /graphql response.
+ */
+export function maskError(log: Logger, httpStatus: (code: ErrorCode) => number) {
+  const withStatus = (e: AppError) => {
+    if (HTTP_CODES.includes(e.code)) {
+      const http = (e.extensions.http ?? {}) as Record<string, unknown>;
+      (e.extensions as Record<string, unknown>).http = { status: httpStatus(e.code), ...http };
+    }
+    return e;
+  };
   return (error: unknown): Error => {
     const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
-    if (original instanceof DomainError) return fromDomainError(original);
-    if (original instanceof AppError) return original;
+    if (original instanceof DomainError) return withStatus(fromDomainError(original));
+    if (original instanceof AppError) return withStatus(original);
     if (error instanceof GraphQLError && !error.originalError) return error;
     if (error instanceof GraphQLError && (error.originalError as GraphQLError | undefined)?.extensions?.code === 'BAD_REQUEST') return error;
     // A variable a built-in scalar refuses (no path: not from a resolver) is the caller's mistake.
     if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) return error;
     log.error({ err: original }, 'unexpected error in a resolver');
-    return internal();
+    return withStatus(internal());
   };
 }

@@ -1,8 +1,11 @@
 // The one table from error codes (a GraphQL error's extensions.code) to HTTP: the status and, where
 // the spec fixes one (section 7), the message. The REST adapter answers with it, and /graphql takes
-// its status from it for the errors that change the HTTP status there (401, 429).
+// its status from it (app.ts passes it to the error masking) for the errors that change the HTTP
+// status there (401, 429).
 
-export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
+import type { ErrorCode } from '../graphql/errors.js';
+
+export type { ErrorCode };
 
 export const httpOf: Record<ErrorCode, { status: number; /** null: the error's own message (it names the resource). */ message: string | null }> = {
   BAD_REQUEST: { status: 400, message: 'Bad Request' },
