@@ -3,6 +3,7 @@ import type { Config, Network } from './config/load.js';
 import { networkKey } from './config/load.js';
 import type { SignerRegistry } from './config/signers.js';
 import type { Database, Db } from './db/client.js';
+import type { StateOf } from './core/state.js';
 import type { Env } from './env.js';
 import type { Transaction } from './generated/prisma/client.js';
 import type { Bucket } from './graphql/rate-limit.js';
@@ -26,6 +27,11 @@ export interface Runtime {
   pubsub: PubSub<Topics>;
   instanceId: string;
   rateLimit: Bucket;
+  /**
+   * This runtime's process state (RPC clients, caches, intake queues): one value per slot
+   * (core/state.ts), created on first use. Modules keep none of their own.
+   */
+  state: StateOf;
   /** A named crash point (fault-injection tests; does nothing unless RELAYER_CRASH_AT names it). */
   crash: Crash;
   /** Tells the transaction worker that new work is due now rather than at its next poll. */

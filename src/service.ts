@@ -14,16 +14,13 @@ import { memoryBucket } from './graphql/rate-limit.js';
 import { redisBucket } from './graphql/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
+import { createState } from './core/state.js';
 import type { Runtime } from './runtime.js';
 import { startWorkers } from './workers.js';
-import { evmFamily } from './chains/evm/family.js';
-import { solanaFamily } from './chains/solana/family.js';
-import { stellarFamily } from './chains/stellar/family.js';
-import { registerFamily } from './modules/transactions/family.js';
+import { loadFamilies } from './modules/transactions/family.js';
 
-registerFamily('evm', evmFamily);
-registerFamily('solana', solanaFamily);
-registerFamily('stellar', stellarFamily);
+// The chain families' pipelines, from the one list of families (chains/families.ts).
+await loadFamilies();
 
 export interface Service {
   rt: Runtime;
@@ -81,6 +78,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
+    state: createState(),
     wake: () => {},
     handOff: null,
     wakeDeliveries: () => {},

@@ -4,6 +4,8 @@ import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js
 import { RelayerCheckError } from '../modules/relayers/checks.js';
 import { updateTransaction } from '../modules/transactions/store.js';
 import type { Runtime } from '../runtime.js';
+import { slot } from '../core/state.js';
+import { ExpiringMap } from '../lib/expiring.js';
 
 export const FINAL_STATUSES: ReadonlySet<Transaction['status']> = new Set(['confirmed', 'failed', 'expired', 'canceled']);
 
@@ -54,15 +56,15 @@ export function endpointsOf(relayer: Relayer, networkUrls: RpcEndpoint[]): RpcEn
   return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : networkUrls;
 }
 
-/** One client per endpoint list, so endpoint health (cooldowns) is shared by all its users. */
-export function clientCache<C>(create: (endpoints: RpcEndpoint[]) => C): (endpoints: RpcEndpoint[]) => C {
-  const clients = new Map<string, C>();
-  return (endpoints) => {
-    const key = JSON.stringify(endpoints);
-    let client = clients.get(key);
-    if (!client) clients.set(key, (client = create(endpoints)));
-    return client;
-  };
+const CLIENT_IDLE_MS = 10 * 60_000;
+
+/**
+ * One client per endpoint list in each runtime, so endpoint health (cooldowns) is shared by all its
+ * users; a list unused for CLIENT_IDLE_MS (a changed custom_rpc_urls) is let go.
+ */
+export function clientCache<C>(name: string, create: (endpoints: RpcEndpoint[], rt: Runtime) => C): (rt: Runtime, endpoints: RpcEndpoint[]) => C {
+  const clients = slot(name, () => new ExpiringMap<string, C>(CLIENT_IDLE_MS, { touch: true }));
+  return (rt, endpoints) => rt.state(clients).getOrCreate(JSON.stringify(endpoints), () => create(endpoints, rt));
 }
 
 /** A 64-bit integer for JSON: a number while it is exact, else a decimal string (as the Long scalar). */

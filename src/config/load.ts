@@ -3,7 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
-import { parsePolicies, type NetworkType } from '../modules/relayers/policies.js';
+import { specOf, type NetworkType } from '../chains/families.js';
+import { parsePolicies } from '../modules/relayers/policies.js';
 import { configFile, networkEntry, notificationEntry, relayerEntry, signerEntry, type Secret } from './schema.js';
 
 export interface RpcEndpoint {
@@ -165,8 +166,9 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     const n = resolveNetwork(key, []) as z.infer<typeof networkEntry> & Record<string, unknown>;
     const rpcUrls = normalizeRpc(n.rpc_urls);
     if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
-    if (n.type === 'evm' && n.chain_id === undefined) problems.push(`${where}.chain_id: required for evm networks`);
-    if (n.type === 'stellar' && !n.passphrase) problems.push(`${where}.passphrase: required for stellar networks`);
+    for (const field of specOf(n.type).network.required ?? []) {
+      if (n[field] === undefined || n[field] === '') problems.push(`${where}.${field}: required for ${n.type} networks`);
+    }
     networks.set(key, {
       type: n.type,
       name: n.network,

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Context } from './context.js';
 import { rateLimited } from './errors.js';
+import { ExpiringMap } from '../lib/expiring.js';
 
 /**
  * Marks a field as drawing on the caller's request budget (spec 4.1-4.3). Every marked field
@@ -18,7 +18,8 @@ export interface Bucket {
 
 /** A token bucket in this process: `burst` tokens, refilled at `perSecond`. */
 export function memoryBucket(perSecond: number, burst: number): Bucket {
-  const state = new Map<string, { tokens: number; at: number }>();
+  // A caller's bucket left alone this long is full again: forgetting it changes nothing.
+  const state = new ExpiringMap<string, { tokens: number; at: number }>(Math.ceil((burst / perSecond) * 1000), { touch: true });
   return {
     async take(key) {
       const now = Date.now();
@@ -38,33 +39,15 @@ export function memoryBucket(perSecond: number, burst: number): Bucket {
 export const callerKey = (token: string) => createHash('sha256').update(token).digest('base64url').slice(0, 22);
 
 export function rateLimitTransformer() {
-  // The directive builds its limiter from this class; ours defers to the runtime's bucket.
-  class SharedBucket {
-    async consume(key: string) {
-      const [bucketId, caller] = key.split('\0');
-      const wait = await buckets.get(bucketId)!.take(caller);
-      if (wait > 0) throw { msBeforeNext: wait, remainingPoints: 0, consumedPoints: 1, isFirstInDuration: false };
-      return { msBeforeNext: 0, remainingPoints: 1, consumedPoints: 1, isFirstInDuration: false };
-    }
-  }
+  // The directive only marks the fields and wraps their resolvers: the token is taken from the
+  // request's own runtime (ctx.rt.rateLimit) in the points calculator, so one schema serves every
+  // runtime in the process (tests run several) without a registry of buckets. Returning 0 points
+  // leaves the directive's own limiter unused.
   return rateLimitDirective<Context>({
-    limiterClass: SharedBucket as unknown as typeof RateLimiterAbstract,
-    keyGenerator: (_args, _source, _fieldArgs, ctx) => `${registerBucket(ctx.rt.rateLimit)}\0${ctx.caller}`,
-    onLimit: (res) => {
-      throw rateLimited(res.msBeforeNext / 1000);
+    pointsCalculator: async (_args, _source, _fieldArgs, ctx) => {
+      const wait = await ctx.rt.rateLimit.take(ctx.caller);
+      if (wait > 0) throw rateLimited(wait / 1000);
+      return 0;
     },
   });
-}
-
-// One schema serves every runtime in the process (tests run several): buckets are looked up per runtime.
-const buckets = new Map<string, Bucket>();
-const ids = new WeakMap<Bucket, string>();
-function registerBucket(bucket: Bucket): string {
-  let id = ids.get(bucket);
-  if (!id) {
-    id = String(buckets.size + 1);
-    ids.set(bucket, id);
-    buckets.set(id, bucket);
-  }
-  return id;
 }

@@ -1,3 +1,5 @@
+import type { FieldType, RequestField } from '../core/family.js';
+
 // The JSON types of REST request fields: what the adapter checks before a value reaches GraphQL
 // (the shape of the JSON, never a domain rule), and what the OpenAPI document describes.
 
@@ -29,6 +31,39 @@ export const boolean = (): JsonType => ({ kind: 'boolean' });
 export const object = (fields?: Fields): JsonType => ({ kind: 'object', fields });
 export const array = (items: JsonType): JsonType => ({ kind: 'array', items });
 export const any = (): JsonType => ({ kind: 'any' });
+
+/** A field as the service describes it (core/family.ts: the chain families' request fields). */
+export function restField(f: RequestField): Field {
+  return {
+    type: restType(f.type),
+    ...(f.required ? { required: true } : {}),
+    ...(f.nullable ? { nullable: true } : {}),
+    ...(f.gql ? { gql: f.gql } : {}),
+    ...(f.description ? { description: f.description } : {}),
+  };
+}
+
+export function restType(t: FieldType): JsonType {
+  switch (t.kind) {
+    case 'u128':
+    case 'int64':
+      return integer(t.kind);
+    case 'string':
+      return string(t.format ? { format: t.format } : {});
+    case 'boolean':
+      return boolean();
+    case 'any':
+      return any();
+    case 'enum':
+      return string({ enumOf: t.name });
+    case 'object':
+      return object(t.fields ? restFields(t.fields) : undefined);
+    case 'list':
+      return array(restType(t.items));
+  }
+}
+
+export const restFields = (fields: Record<string, RequestField>): Fields => Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, restField(f)]));
 
 export const camel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 export const gqlName = (name: string, f: Field) => f.gql ?? camel(name);

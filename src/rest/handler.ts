@@ -9,6 +9,7 @@ import { docsPage } from './docs.js';
 import { fail, json, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';
+import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { routes as routeTable, type Route } from './routes.js';
 
 export interface RestContext {
@@ -96,28 +97,25 @@ const MAX_ISSUES = 20;
 const describe = (issues: string[]) =>
   issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
 
-const MESSAGES: Record<string, [number, string | null]> = {
-  BAD_REQUEST: [400, 'Bad Request'],
-  UNAUTHORIZED: [401, 'Unauthorized'],
-  // The spec's not-found and conflict messages name the resource: the error carries them.
-  NOT_FOUND: [404, null],
-  CONFLICT: [409, null],
-  RATE_LIMITED: [429, 'Too Many Requests'],
-};
-
-/** A GraphQL error as the spec's error envelope: status and message by extensions.code. */
+/** A GraphQL error as the spec's error envelope: status and message by extensions.code (status.ts). */
 export function errorResponse(error: GraphQLError): Response {
-  const code = error.extensions?.code as string | undefined;
+  const code = error.extensions?.code;
   const detail = error.extensions?.detail as string | undefined;
-  const known = code ? MESSAGES[code] : undefined;
-  if (known) {
-    const message = known[1] ?? error.message;
+  if (isErrorCode(code)) {
+    const { status, message: fixed } = httpOf[code];
+    const message = fixed ?? error.message;
     const headers = (error.extensions?.http as { headers?: Record<string, string> } | undefined)?.headers;
-    return fail(known[0], message, detail ?? (error.message !== message ? error.message : undefined), headers);
+    return fail(status, message, detail ?? (error.message !== message ? error.message : undefined), headers);
   }
   // Errors of the request itself (variable coercion) have no path; resolver errors always do.
-  if (!code && !error.path) return fail(400, 'Bad Request', error.message);
-  return fail(500, 'Internal Server Error');
+  if (!code && !error.path) return failWith('BAD_REQUEST', error.message);
+  return failWith('INTERNAL');
+}
+
+/** The envelope of an error code, with the spec's message. */
+export function failWith(code: ErrorCode, detail?: string): Response {
+  const { status, message } = httpOf[code];
+  return fail(status, message ?? code, detail);
 }
 
 /** The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema. */
@@ -196,8 +194,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     routes: compiled,
     isPublic: (request: Request) => request.method === 'GET' && isPublicPath(normalise(new URL(request.url).pathname)),
     notFound: () => fail(404, 'Not Found', 'no such route'),
-    unauthorized: () => fail(401, 'Unauthorized'),
-    internalError: () => fail(500, 'Internal Server Error'),
+    unauthorized: () => failWith('UNAUTHORIZED'),
+    internalError: () => failWith('INTERNAL'),
 
     async handle(request: Request, ctx: RestContext): Promise<Response> {
       const url = new URL(request.url);
@@ -216,7 +214,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       }
       const issues: string[] = [];
       const variables = await variablesFor(hit.c, hit.params, url, request, issues);
-      if (issues.length) return fail(400, 'Bad Request', describe(issues));
+      if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
       const result = await execute(hit.c, variables, request, ctx);
       if (result.errors?.length) return errorResponse(result.errors[0]);

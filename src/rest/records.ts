@@ -4,6 +4,8 @@ import type {
   RestRelayerFragment,
   RestTransactionFragment,
 } from '../generated/graphql.js';
+import { FAMILIES, isNetworkType, specOf } from '../chains/families.js';
+import type { FamilySpec, RecordColumn } from '../core/family.js';
 
 // The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
 // field comes from and its JSON Schema. The adapter maps with these and the OpenAPI document
@@ -41,7 +43,9 @@ const txCommon: Shape<Tx> = {
   hash: { from: 'hash', schema: nullable(str) },
 };
 
-const txEvm: Shape<Tx> = {
+/** The row fields a family's record may carry (its spec's record.fields), by record name. */
+const txColumns: Record<RecordColumn, Out<Tx>> = {
+  network_type: { from: 'networkType', schema: str },
   from: { from: 'from', schema: str },
   to: { from: 'to', schema: nullable(str) },
   value: { from: 'value', schema: amount },
@@ -55,10 +59,8 @@ const txEvm: Shape<Tx> = {
   signature: { from: 'signature', schema: nullable(obj) },
 };
 
-const txOther: Shape<Tx> = {
-  network_type: { from: 'networkType', schema: str },
-  from: { from: 'from', schema: str },
-};
+/** A row of a type no family has (not expected): its network type and the published fields. */
+const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], networkData: true };
 
 function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
   for (const key in shape) out[key] = src[shape[key].from] ?? null;
@@ -67,14 +69,16 @@ function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
 
 /**
  * The transaction record (spec 2.2), equal to what webhooks carry (modules/transactions/record.ts):
- * EVM transactions have the EVM fields; Solana and Stellar ones their network type and the
- * chain-specific fields the pipeline publishes.
+ * the common fields, then those the transaction's family lists (chains/<family>/spec.ts: EVM
+ * transactions the EVM fields, the others their network type and the chain-specific fields the
+ * pipeline publishes).
  */
 export function transactionRecord(tx: Tx): Record<string, unknown> {
   const out = pick(txCommon, tx, {});
-  if (tx.networkType === 'evm') return pick(txEvm, tx, out);
-  pick(txOther, tx, out);
-  return tx.networkData && typeof tx.networkData === 'object' ? Object.assign(out, tx.networkData) : out;
+  const record = isNetworkType(tx.networkType) ? specOf(tx.networkType).record : unknownFamily;
+  for (const k of record.fields) out[k] = tx[txColumns[k].from] ?? null;
+  if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
+  return out;
 }
 
 type Rl = RestRelayerFragment;
@@ -98,10 +102,10 @@ const relayerShape: Shape<Rl> = {
 };
 
 /**
- * Policy fields the spec types as integers (2.3). EVM amounts are stored as decimal strings so
- * that no digit is lost; on the REST surface they are JSON numbers again.
+ * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
+ * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
  */
-const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = { evm: ['gas_price_cap', 'min_balance'] };
+const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(FAMILIES.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])));
 
 function jsonInteger(v: unknown): unknown {
   if (typeof v !== 'string' || !/^\d+$/.test(v)) return v;
@@ -134,13 +138,27 @@ export const paginationRecord = (p: RestPaginationFragment) => ({ current_page: 
 const properties = <T>(...shapes: Shape<T>[]) =>
   Object.fromEntries(shapes.flatMap((s) => Object.entries(s).map(([k, o]) => [k, o.schema])));
 
+/** "A", "A or B", "A, B or C". */
+export const orList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`);
+const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
+const article = (word: string) => (/^[AEIOU]/i.test(word) ? 'an' : 'a');
+
+const withColumns = FAMILIES.filter((f) => !f.record.networkData);
+const withNetworkData = FAMILIES.filter((f) => f.record.networkData);
+/** Every family's record fields, in family order. */
+const txFamilyFields: Shape<Tx> = Object.fromEntries(FAMILIES.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
+
+const documentedPolicies = FAMILIES.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
+const otherPolicies = FAMILIES.filter((f) => !f.policy.document).map((f) => f.label);
+/** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
+export const policyKinds = [...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`), ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : [])].join(', or ');
+
 /** JSON Schemas of the records, for the OpenAPI document's components. */
 export const recordSchemas: Record<string, JsonSchema> = {
   Transaction: {
     type: 'object',
-    description:
-      'A transaction (spec 2.2). EVM transactions carry the EVM fields; Solana and Stellar transactions carry `network_type` and their chain-specific fields instead.',
-    properties: properties(txCommon, txEvm, txOther),
+    description: `A transaction (spec 2.2). ${withColumns.map((f) => `${f.label} transactions carry the ${f.label} fields`).join('; ')}; ${andList(withNetworkData.map((f) => f.label))} transactions carry \`network_type\` and their chain-specific fields instead.`,
+    properties: properties(txCommon, txFamilyFields),
     required: Object.keys(txCommon).concat('from'),
     additionalProperties: true,
   },
@@ -157,21 +175,13 @@ export const recordSchemas: Record<string, JsonSchema> = {
     required: Object.keys(notificationShape),
   },
   RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
-  EvmPolicy: {
-    type: 'object',
-    properties: {
-      eip1559_pricing: bool,
-      gas_limit_estimation: bool,
-      gas_price_cap: { type: 'integer', minimum: 0 },
-      min_balance: { type: 'integer', minimum: 0 },
-      private_transactions: bool,
-      whitelist_receivers: { type: 'array', items: str },
-    },
-    additionalProperties: false,
-  },
+  ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
   RelayerPolicies: {
-    description: "The relayer's policies in the config file's format, by network type: an EVM policy, or the Solana or Stellar policy object.",
-    oneOf: [{ $ref: '#/components/schemas/EvmPolicy' }, { type: 'object', description: 'Solana or Stellar policy.' }],
+    description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
+    oneOf: [
+      ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
+      ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
+    ],
   },
   Pagination: {
     type: 'object',

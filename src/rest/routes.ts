@@ -14,8 +14,10 @@ import {
   RestUpdateRelayerDocument,
   type RestTransactionFragment,
 } from '../generated/graphql.js';
-import { any, array, boolean, integer, object, string, type Field, type Fields } from './fields.js';
-import { notificationRecord, paginationRecord, relayerRecord, transactionRecord } from './records.js';
+import { FAMILIES } from '../chains/families.js';
+import { sendFieldsOf } from '../core/family.js';
+import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
+import { notificationRecord, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
 // OpenAPI document (openapi.ts). Each route runs one named GraphQL operation on the shared schema.
@@ -68,48 +70,16 @@ const paging: Fields = {
   per_page: { type: integer('int32'), description: 'Items per page, from 1 to 100 (default 10).' },
 };
 
-/** Every field of the three send shapes (spec 4.1); the service checks which belong to the relayer's type. */
-const sendFields: Fields = {
-  value: { type: integer('u128'), description: 'Shape A (EVM), required: wei to send (u128, >= 0).' },
-  to: { type: string(), nullable: true, description: 'Shape A: recipient address; absent for contract creation.' },
-  data: { type: string(), nullable: true, description: 'Shape A: 0x-prefixed call data.' },
-  gas_limit: { type: integer('int64'), nullable: true, description: 'Shape A: int64, >= 0; estimated when absent (policy gas_limit_estimation).' },
-  gas_price: { type: integer('u128'), description: 'Shape A: legacy gas price (wei, >= 0).' },
-  max_fee_per_gas: { type: integer('u128'), description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' },
-  max_priority_fee_per_gas: { type: integer('u128'), description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' },
-  speed: { type: string({ enumOf: 'Speed' }), description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' },
-  valid_until: { type: string({ format: 'date-time' }), nullable: true, description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).' },
-  transaction: { type: string(), description: 'Shape B (Solana), required: the base64 serialized transaction.' },
-  network: { type: string(), description: 'Shape C (Stellar), required: the network name.' },
-  operations: {
-    type: array(object()),
-    nullable: true,
-    description: 'Shape C: operations to build the transaction from; exclusive with transaction_xdr.',
-  },
-  transaction_xdr: { type: string(), nullable: true, description: 'Shape C: a pre-built base64 XDR transaction, signed or unsigned; exclusive with operations.' },
-  source_account: { type: string(), nullable: true, description: 'Shape C: the source account (default: the relayer).' },
-  memo: {
-    type: object({ type: { type: string(), required: true, description: 'none, text, id, hash or return' }, value: { type: any(), nullable: true } }),
-    nullable: true,
-    description: 'Shape C: `{"type": "none"}`, `{"type": "text", "value": string}`, `{"type": "id", "value": integer}`, `{"type": "hash" | "return", "value": [32 bytes]}`.',
-  },
-  fee_bump: { type: boolean(), nullable: true, description: 'Shape C: wrap in a fee-bump transaction; only with a signed transaction_xdr.' },
-  max_fee: { type: integer('int64'), nullable: true, description: 'Shape C: fee cap in stroops (int64, default 1,000,000).' },
-};
+/** Every field of the send shapes (spec 4.1), one per chain family; the service checks which belong to the relayer's type. */
+// None is required here: what a shape requires is its family's rule (OpenAPI shows it per shape).
+const sendFields: Fields = Object.fromEntries(Object.entries(restFields(sendFieldsOf(FAMILIES))).map(([k, { required: _, ...f }]) => [k, f]));
 
-const sendShapes = {
-  EvmTransactionRequest: {
-    description: 'Shape A, for EVM relayers.',
-    fields: ['value', 'to', 'data', 'gas_limit', 'gas_price', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'speed', 'valid_until'],
-    required: ['value'],
-  },
-  SolanaTransactionRequest: { description: 'Shape B, for Solana relayers.', fields: ['transaction'], required: ['transaction'] },
-  StellarTransactionRequest: {
-    description: 'Shape C, for Stellar relayers: exactly one of operations and transaction_xdr.',
-    fields: ['network', 'operations', 'transaction_xdr', 'source_account', 'memo', 'valid_until', 'fee_bump', 'max_fee'],
-    required: ['network'],
-  },
-};
+const sendShapes = Object.fromEntries(
+  FAMILIES.map((f) => [
+    f.send.name,
+    { description: f.send.description, fields: Object.keys(f.send.fields), required: Object.keys(f.send.fields).filter((k) => f.send.fields[k].required) },
+  ]),
+);
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
 
@@ -170,7 +140,7 @@ export const routes: Route[] = [
           type: array(object({ url: { type: string(), required: true }, weight: { type: integer('int32'), description: '0 to 100 (default 100).' } })),
           nullable: true,
         },
-        policies: { type: object(), nullable: true, description: 'An EVM policy, or the Solana or Stellar policy object (config file format).' },
+        policies: { type: object(), nullable: true, description: `${policyKinds.charAt(0).toUpperCase()}${policyKinds.slice(1)} (config file format).` },
       },
       example: { paused: true, policies: { gas_price_cap: 100000000000, whitelist_receivers: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] } },
     },

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid, unavailable } from '../../core/errors.js';
 import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import type { Accepted, ChainFamily } from '../../modules/transactions/family.js';
 import { FINAL_STATUSES } from '../../modules/transactions/service.js';
@@ -47,7 +47,7 @@ async function chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint> {
   try {
     return BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [relayer.address, 'pending']));
   } catch (e) {
-    if (e instanceof RpcUnavailableError) throw badRequest(`relayer ${relayer.id}: its network cannot be reached to read the account's nonce; try again`);
+    if (e instanceof RpcUnavailableError) throw unavailable(`relayer ${relayer.id}: its network cannot be reached to read the account's nonce; try again`);
     throw e;
   }
 }
@@ -68,11 +68,11 @@ async function save(rt: Runtime, tx: Transaction, owner: string, patch: Transact
  * when that is mined (or mined/confirmed if the original wins the race).
  */
 async function cancel(rt: Runtime, tx: Transaction, owner: string): Promise<Transaction> {
-  if (!inFlight(tx)) throw badRequest(`cannot cancel a transaction in status ${tx.status}`);
+  if (!inFlight(tx)) throw invalid(`cannot cancel a transaction in status ${tx.status}`);
   const st = readState(tx);
   if (st.goal === 'noop') {
     if (st.outcome?.status === 'canceled') return tx;
-    throw badRequest('cannot cancel: the transaction is already being replaced because its valid_until passed');
+    throw invalid('cannot cancel: the transaction is already being replaced because its valid_until passed');
   }
   const next: EvmState = { ...st, goal: 'noop', phase: 'new', waiting: undefined };
   if (!payloadSigned(st)) {
@@ -87,9 +87,9 @@ async function cancel(rt: Runtime, tx: Transaction, owner: string): Promise<Tran
 
 /** Replace: a new payload at the same nonce; once signed, it goes out with fees at least 10% above the last broadcast. */
 async function replace(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction> {
-  if (!inFlight(tx)) throw badRequest(`cannot replace a transaction in status ${tx.status}`);
+  if (!inFlight(tx)) throw invalid(`cannot replace a transaction in status ${tx.status}`);
   const st = readState(tx);
-  if (st.goal === 'noop') throw badRequest(`cannot replace a transaction that is being ${st.outcome?.status === 'expired' ? 'expired' : 'canceled'}`);
+  if (st.goal === 'noop') throw invalid(`cannot replace a transaction that is being ${st.outcome?.status === 'expired' ? 'expired' : 'canceled'}`);
   const next: EvmState = { ...st, phase: 'new', waiting: undefined };
   if (payloadSigned(st)) {
     next.previous = { ...(st.previous ?? {}), [String(st.version)]: { to: tx.to, value: tx.value, data: tx.data, gasLimit: tx.gasLimit?.toString() ?? null } };

@@ -3,7 +3,7 @@
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
@@ -42,7 +42,7 @@ interface SolanaState {
 
 const DEFAULT_SLOT_MS = 400;
 
-const rpcFor = clientCache((endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('solana rpc clients', (endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
@@ -54,7 +54,7 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     network,
     signer,
     policy: solanaPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_SLOT_MS,
   };
 }
@@ -172,9 +172,9 @@ export const solanaFamily: ChainFamily<'solana'> = {
       // A dry run of what the pipeline will sign: fee payer, co-signatures, blockhash and policy.
       await prepare(c, req);
     } catch (e) {
-      if (e instanceof SolanaRequestError) throw badRequest(e.message);
+      if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.
-      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
     return {

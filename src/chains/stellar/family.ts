@@ -4,7 +4,7 @@ import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoTy
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../modules/relayers/checks.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
@@ -53,7 +53,7 @@ interface StellarState {
 const DEFAULT_LEDGER_MS = 5_000;
 const RESEND_EVERY = 5;
 
-const rpcFor = clientCache((endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('stellar rpc clients', (endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
@@ -66,7 +66,7 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     passphrase: network.passphrase,
     signer,
     policy: stellarPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_LEDGER_MS,
   };
 }
@@ -360,7 +360,7 @@ async function resequence(rt: Runtime, c: Ctx, tx: Transaction, target: bigint, 
 export const stellarFamily: ChainFamily<'stellar'> = {
   async accept(rt, relayer, req) {
     if (req.network !== relayer.network) {
-      throw badRequest(`network: must be the relayer's network "${relayer.network}", got "${req.network}"`);
+      throw invalid(`network: must be the relayer's network "${relayer.network}", got "${req.network}"`);
     }
     const c = contextOf(rt, relayer);
     try {
@@ -377,16 +377,16 @@ export const stellarFamily: ChainFamily<'stellar'> = {
         takesNonce,
       };
     } catch (e) {
-      if (e instanceof StellarRequestError) throw badRequest(e.message);
+      if (e instanceof StellarRequestError) throw invalid(e.message);
       // The node refused to simulate it: the request, not the service, is at fault.
-      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
   },
 
   async chainNonce(rt, relayer) {
     const account = await contextOf(rt, relayer).rpc.getAccount(relayer.address);
-    if (!account) throw badRequest(`the relayer account ${relayer.address} does not exist on the network`);
+    if (!account) throw invalid(`the relayer account ${relayer.address} does not exist on the network`);
     return account.sequence + 1n;
   },
 

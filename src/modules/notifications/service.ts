@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Prisma, type Delivery, type DeliveryStatus, type Notification } from '../../generated/prisma/client.js';
-import { AppError, badRequest, conflict, notificationNotFound } from '../../graphql/errors.js';
+import { conflict, invalid, notFound, notificationNotFound } from '../../core/errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
 import { paged, toPage } from '../shared/page.js';
@@ -34,13 +34,13 @@ export type UpdateNotificationInput = z.input<typeof updateInput>;
 
 async function validUrl(rt: Runtime, value: string): Promise<string> {
   const problem = await checkWebhookUrl(value, rt.env.webhook.blockPrivateTargets);
-  if (problem) throw badRequest(`url: ${problem}`);
+  if (problem) throw invalid(`url: ${problem}`);
   return value;
 }
 
 export async function createNotification(rt: Runtime, input: CreateNotificationInput): Promise<Notification> {
   const parsed = createInput.safeParse(input);
-  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const i = parsed.data;
   const data = {
     id: i.id ?? crypto.randomUUID(),
@@ -62,7 +62,7 @@ export async function createNotification(rt: Runtime, input: CreateNotificationI
 export async function updateNotification(rt: Runtime, id: string, input: UpdateNotificationInput): Promise<Notification> {
   await getNotification(rt, id);
   const parsed = updateInput.safeParse(input);
-  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const i = parsed.data;
   const data: Prisma.NotificationUpdateInput = {};
   if (i.url != null) data.url = await validUrl(rt, i.url);
@@ -75,13 +75,13 @@ export async function deleteNotification(rt: Runtime, id: string): Promise<Notif
   const n = await getNotification(rt, id);
   const users = await rt.prisma.relayer.findMany({ where: { notificationId: id }, select: { id: true }, take: 5 });
   if (users.length) {
-    throw badRequest(`notification ${id} is used by relayer${users.length > 1 ? 's' : ''} ${users.map((u) => u.id).join(', ')}`);
+    throw invalid(`notification ${id} is used by relayer${users.length > 1 ? 's' : ''} ${users.map((u) => u.id).join(', ')}`);
   }
   await rt.prisma.notification.delete({ where: { id } });
   return n;
 }
 
-export const deliveryNotFound = (id: string) => new AppError('NOT_FOUND', `Delivery with ID ${id} not found`);
+export const deliveryNotFound = (id: string) => notFound(`Delivery with ID ${id} not found`);
 
 /** A notification's deliveries, newest first. */
 export async function listDeliveries(rt: Runtime, notificationId: string, opts: { status?: DeliveryStatus | null; page?: number | null; perPage?: number | null }) {
@@ -111,7 +111,7 @@ export async function redeliver(rt: Runtime, id: string): Promise<Delivery> {
   });
   if (count === 0) {
     await getDelivery(rt, id);
-    throw badRequest(`delivery ${id} is already queued`);
+    throw invalid(`delivery ${id} is already queued`);
   }
   // Read before waking the sender, so the answer shows the delivery queued, not already sent.
   const queued = await getDelivery(rt, id);

@@ -1,8 +1,10 @@
 import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
+import { enumType } from '../../graphql/fields.js';
+import { NETWORK_TYPES } from '../../chains/families.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from './service.js';
 
-export const NetworkTypeEnum = builder.enumType('NetworkType', { values: ['evm', 'solana', 'stellar'] as const });
+export const NetworkTypeEnum = enumType('NetworkType', NETWORK_TYPES);
 
 const RpcConfig = builder.objectRef<{ url: string; weight: number }>('RpcConfig').implement({
   fields: (t) => ({ url: t.exposeString('url'), weight: t.exposeInt('weight') }),

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
-import { badRequest, relayerNotFound } from '../../graphql/errors.js';
+import { invalid, relayerNotFound } from '../../core/errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../../runtime.js';
+import { slot } from '../../core/state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../shared/page.js';
 import { parsePolicies, type NetworkType } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
@@ -13,7 +15,9 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
-const snapshots = new WeakMap<Runtime['prisma'], Map<string, Relayer>>();
+// Relayers as last read, per runtime; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
+const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
 
 /**
  * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
@@ -21,8 +25,7 @@ const snapshots = new WeakMap<Runtime['prisma'], Map<string, Relayer>>();
  * that is behind only costs another read. It spares a read per request under load.
  */
 export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
-  let byId = snapshots.get(rt.prisma);
-  if (!byId) snapshots.set(rt.prisma, (byId = new Map()));
+  const byId = rt.state(SNAPSHOTS);
   const known = fresh ? undefined : byId.get(id);
   if (known) return known;
   const relayer = await getRelayer(rt, id);
@@ -62,7 +65,7 @@ export type UpdateRelayerInput = z.input<typeof updateInput>;
 export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelayerInput): Promise<Relayer> {
   const relayer = await getRelayer(rt, id);
   const parsed = updateInput.safeParse(input);
-  if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const i = parsed.data;
   const data: Prisma.RelayerUpdateInput = {};
   if (i.name) data.name = i.name;
@@ -70,7 +73,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   if (i.notificationId !== undefined) {
     if (i.notificationId !== null) {
       const exists = await rt.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
-      if (!exists) throw badRequest(`notification_id: notification "${i.notificationId}" does not exist`);
+      if (!exists) throw invalid(`notification_id: notification "${i.notificationId}" does not exist`);
       data.notification = { connect: { id: i.notificationId } };
     } else {
       data.notification = { disconnect: true };
@@ -81,7 +84,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     // A policy object updates the fields it names; null clears every policy. Only the fields given
     // are validated: the stored ones were checked when set, and are kept in storable form.
     const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
-    if (!result.ok) throw badRequest(describeIssues(result.error, 'policies'));
+    if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
   return writeWithEvents(rt, async (tx) => {

@@ -1,4 +1,4 @@
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 
 export const DEFAULT_PER_PAGE = 10;
 export const MAX_PER_PAGE = 100;
@@ -13,8 +13,8 @@ export interface Page {
 export function toPage(page?: number | null, perPage?: number | null): Page {
   const p = page ?? 1;
   const n = perPage ?? DEFAULT_PER_PAGE;
-  if (!Number.isInteger(p) || p < 1) throw badRequest('page: must be an integer >= 1');
-  if (!Number.isInteger(n) || n < 1 || n > MAX_PER_PAGE) throw badRequest(`per_page: must be an integer from 1 to ${MAX_PER_PAGE}`);
+  if (!Number.isInteger(p) || p < 1) throw invalid('page: must be an integer >= 1');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PER_PAGE) throw invalid(`per_page: must be an integer from 1 to ${MAX_PER_PAGE}`);
   return { currentPage: p, perPage: n, skip: (p - 1) * n };
 }
 

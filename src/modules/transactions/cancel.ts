@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from '../../generated/prisma/client.js';
 import { claimRow, LEASE_MS, release } from '../../db/lease.js';
-import { badRequest, conflict } from '../../graphql/errors.js';
+import { conflict, invalid } from '../../core/errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer } from '../relayers/service.js';
@@ -32,7 +32,7 @@ async function withLease(rt: Runtime, id: string, fn: (tx: Transaction, owner: s
 }
 
 function refuseFinal(tx: Transaction, action: 'cancel' | 'replace') {
-  if (FINAL_STATUSES.includes(tx.status) || tx.status === 'mined') throw badRequest(`cannot ${action} a transaction in status ${tx.status}`);
+  if (FINAL_STATUSES.includes(tx.status) || tx.status === 'mined') throw invalid(`cannot ${action} a transaction in status ${tx.status}`);
 }
 
 /** Cancels a transaction that is not mined yet (see the chain family for how). */
@@ -40,7 +40,7 @@ export async function cancelTransaction(rt: Runtime, relayerId: string, id: stri
   const tx = await getTransaction(rt, id, relayerId);
   refuseFinal(tx, 'cancel');
   const family = familyOf(tx.networkType as NetworkType);
-  if (!family?.cancel) throw badRequest(`${tx.networkType} transactions cannot be canceled`);
+  if (!family?.cancel) throw invalid(`${tx.networkType} transactions cannot be canceled`);
   return withLease(rt, id, (leased, owner) => {
     refuseFinal(leased, 'cancel');
     return family.cancel!(rt, leased, owner);
@@ -54,7 +54,7 @@ export async function replaceTransaction(rt: Runtime, relayerId: string, id: str
   refuseFinal(tx, 'replace');
   const type = tx.networkType as NetworkType;
   const family = familyOf(type);
-  if (!family?.replace) throw badRequest(`${type} transactions cannot be replaced`);
+  if (!family?.replace) throw invalid(`${type} transactions cannot be replaced`);
   const request = parseShape(type, input);
   const accepted = await family.accept(rt, relayer, request as never);
   return withLease(rt, id, (leased, owner) => {

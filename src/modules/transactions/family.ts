@@ -1,6 +1,6 @@
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
-import type { NetworkType } from '../relayers/policies.js';
+import { FAMILIES, type NetworkType } from '../../chains/families.js';
 import type { ShapeOf } from './shapes.js';
 import type { NewTransaction } from './store.js';
 
@@ -14,7 +14,7 @@ export interface Accepted {
   takesNonce: boolean;
 }
 
-/** The chain-specific half of the pipeline; one per network type, registered at start-up. */
+/** The chain-specific half of the pipeline; one per network type (its spec's load), loaded at start-up. */
 export interface ChainFamily<T extends NetworkType = NetworkType> {
   /** Policy and chain checks of a request; throws a Bad Request naming the rule broken. */
   accept(rt: Runtime, relayer: Relayer, request: ShapeOf<T>): Promise<Accepted>;
@@ -35,12 +35,20 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
 }
 
-const families = new Map<NetworkType, ChainFamily>();
+/** Every family's pipeline by network type. */
+export type Families = ReadonlyMap<string, ChainFamily>;
 
-export function registerFamily<T extends NetworkType>(type: T, family: ChainFamily<T>) {
-  families.set(type, family as unknown as ChainFamily);
+// Code, not state: the pipelines of the listed families (chains/families.ts), imported once per
+// process and the same for every runtime.
+let pipelines: Families | undefined;
+
+/** Imports every family's pipeline (its spec's `load`); start-up awaits this before anything runs. */
+export async function loadFamilies(): Promise<Families> {
+  pipelines ??= new Map(await Promise.all(FAMILIES.map(async (spec) => [spec.type, (await spec.load()) as ChainFamily] as const)));
+  return pipelines;
 }
 
-export function familyOf(type: NetworkType): ChainFamily | undefined {
-  return families.get(type);
+export function familyOf(type: string): ChainFamily | undefined {
+  if (!pipelines) throw new Error('the chain families are not loaded yet (loadFamilies at start-up)');
+  return pipelines.get(type);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../../runtime.js';
+import { slot } from '../../core/state.js';
 import { writeWithEvents } from '../notifications/events.js';
 import { insertTransactions } from './store.js';
 import type { NetworkType } from '../relayers/policies.js';
@@ -49,16 +50,17 @@ export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
 }
 
 interface Queue {
+  relayerId: string;
   items: Waiting[];
   running: boolean;
 }
-const queues = new WeakMap<Runtime, Map<string, Queue>>();
+/** The queue of each relayer with requests waiting; a queue is dropped once drained. */
+const QUEUES = slot('intake queues', () => new Map<string, Queue>());
 
 function queueOf(rt: Runtime, relayerId: string): Queue {
-  let byRelayer = queues.get(rt);
-  if (!byRelayer) queues.set(rt, (byRelayer = new Map()));
+  const byRelayer = rt.state(QUEUES);
   let q = byRelayer.get(relayerId);
-  if (!q) byRelayer.set(relayerId, (q = { items: [], running: false }));
+  if (!q) byRelayer.set(relayerId, (q = { relayerId, items: [], running: false }));
   return q;
 }
 
@@ -87,6 +89,7 @@ async function drain(rt: Runtime, q: Queue) {
     }
   }
   q.running = false;
+  rt.state(QUEUES).delete(q.relayerId);
 }
 
 /** New rows go to this instance's worker, leased to it when written (else any worker claims them). */

@@ -1,7 +1,11 @@
 import { builder, pageArgs, pageOf } from '../../graphql/builder.js';
+import { enumType, inputFields } from '../../graphql/fields.js';
+import { FAMILIES } from '../../chains/families.js';
+import { SPEEDS } from '../../chains/evm/spec.js';
+import { sendFieldsOf } from '../../core/family.js';
 import { RATE_LIMITED } from '../../graphql/rate-limit.js';
 import { Relayer } from '../relayers/schema.js';
-import { badRequest } from '../../graphql/errors.js';
+import { invalid } from '../../core/errors.js';
 import { listenNow } from '../notifications/live.js';
 import { getRelayer } from '../relayers/service.js';
 import { publicState } from './record.js';
@@ -11,7 +15,7 @@ import { getTransaction, listTransactions, sendTransaction } from './service.js'
 export const TransactionStatusEnum = builder.enumType('TransactionStatus', {
   values: ['pending', 'sent', 'submitted', 'mined', 'confirmed', 'failed', 'expired', 'canceled'] as const,
 });
-export const SpeedEnum = builder.enumType('Speed', { values: ['fastest', 'fast', 'average', 'safeLow'] as const });
+export const SpeedEnum = enumType('Speed', SPEEDS);
 
 export const Transaction = builder.prismaObject('Transaction', {
   fields: (t) => ({
@@ -58,35 +62,11 @@ builder.prismaObjectField(Relayer, 'transactions', (t) =>
   }),
 );
 
-const MemoInput = builder.inputType('MemoInput', {
-  fields: (t) => ({
-    type: t.string({ required: true, description: 'none, text, id, hash or return' }),
-    value: t.field({ type: 'JSON', required: false }),
-  }),
-});
-
+const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
+const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 const SendTransactionInput = builder.inputType('SendTransactionInput', {
-  description:
-    'One input for the three request shapes: EVM relayers take value/to/data/gas fields, Solana relayers `transaction`, Stellar relayers network/operations/transactionXdr/... Fields of another shape are refused.',
-  fields: (t) => ({
-    value: t.field({ type: 'BigInt', required: false, description: 'EVM: wei to send (u128), required.' }),
-    to: t.string({ required: false }),
-    data: t.string({ required: false }),
-    gasLimit: t.field({ type: 'Long', required: false }),
-    gasPrice: t.field({ type: 'BigInt', required: false }),
-    maxFeePerGas: t.field({ type: 'BigInt', required: false }),
-    maxPriorityFeePerGas: t.field({ type: 'BigInt', required: false }),
-    speed: t.field({ type: SpeedEnum, required: false }),
-    validUntil: t.string({ required: false, description: 'RFC 3339; default 8 hours from now.' }),
-    transaction: t.string({ required: false, description: 'Solana: base64 serialized transaction.' }),
-    network: t.string({ required: false }),
-    operations: t.field({ type: ['JSON'], required: false }),
-    transactionXdr: t.string({ required: false }),
-    sourceAccount: t.string({ required: false }),
-    memo: t.field({ type: MemoInput, required: false }),
-    feeBump: t.boolean({ required: false }),
-    maxFee: t.field({ type: 'Long', required: false }),
-  }),
+  description: `One input for the ${COUNT[FAMILIES.length] ?? FAMILIES.length} request shapes: ${sentence(FAMILIES.map((f) => f.send.summary).join(', '))} Fields of another shape are refused.`,
+  fields: (t) => inputFields(t, sendFieldsOf(FAMILIES), true),
 });
 
 builder.queryFields((t) => ({
@@ -142,7 +122,7 @@ builder.subscriptionFields((t) => ({
       'Every status change of one transaction, or of all transactions of a relayer (new transactions included), from the moment of subscribing: the same changes, in the same order, as the transaction_update webhooks.',
     args: { transactionId: t.arg.id({ required: false }), relayerId: t.arg.id({ required: false }) },
     subscribe: async (_, a, ctx) => {
-      if (!a.transactionId && !a.relayerId) throw badRequest('give transactionId or relayerId');
+      if (!a.transactionId && !a.relayerId) throw invalid('give transactionId or relayerId');
       // Listening starts before the checks, so no change published once this returns is missed.
       const updates = a.transactionId
         ? listenNow(ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId)))

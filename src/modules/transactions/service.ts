@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import { AppError, badRequest, conflict, transactionNotFound } from '../../graphql/errors.js';
+import { conflict, invalid, isDomainError, transactionNotFound } from '../../core/errors.js';
 import type { Runtime } from '../../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
@@ -74,7 +74,7 @@ export async function sendTransaction(rt: Runtime, relayerId: string, input: Rec
       const outcome = await sendAs(rt, relayer, input, idempotencyKey);
       if (outcome !== 'stale') return outcome;
     } catch (e) {
-      if (fresh || !(e instanceof AppError && e.code === 'BAD_REQUEST')) throw e;
+      if (fresh || !isDomainError(e, 'invalid', 'unavailable')) throw e;
     }
     relayer = await relayerSnapshot(rt, relayerId, true);
   }
@@ -85,7 +85,7 @@ const MAX_ATTEMPTS = 5;
 async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction | 'stale'> {
   const relayerId = relayer.id;
   if (idempotencyKey != null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-    throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
+    throw invalid('Idempotency-Key: must be 1 to 255 visible ASCII characters');
   }
   const type = relayer.networkType as NetworkType;
   const request = parseShape(type, input);
@@ -94,13 +94,13 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
     const previous = await replay(rt, relayerId, idempotencyKey, digest);
     if (previous) return previous;
   }
-  if (relayer.paused) throw badRequest(`relayer ${relayerId} is paused`);
+  if (relayer.paused) throw invalid(`relayer ${relayerId} is paused`);
   if (relayer.systemDisabled) {
     const reason = relayer.disabledReason as { type?: string; details?: string } | null;
-    throw badRequest(`relayer ${relayerId} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
+    throw invalid(`relayer ${relayerId} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
   }
   const family = familyOf(type);
-  if (!family) throw badRequest(`${type} relayers cannot send transactions on this service`);
+  if (!family) throw invalid(`${type} relayers cannot send transactions on this service`);
   const accepted = await family.accept(rt, relayer, request as never);
 
   let tx: Awaited<ReturnType<typeof insertAccepted>>;

@@ -27,7 +27,7 @@ export type NewTransaction = Pick<
 };
 
 const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
-  ['id', 'text'], ['relayerId', 'text'], ['networkType', 'text', '"NetworkType"'], ['from', 'text'], ['to', 'text'],
+  ['id', 'text'], ['relayerId', 'text'], ['networkType', 'text'], ['from', 'text'], ['to', 'text'],
   ['value', 'text'], ['data', 'text'], ['nonce', 'bigint'], ['gasLimit', 'bigint'], ['gasPrice', 'text'],
   ['maxFeePerGas', 'text'], ['maxPriorityFeePerGas', 'text'], ['speed', 'text', '"Speed"'], ['validUntil', 'text', 'timestamp(3)'],
   ['request', 'jsonb'], ['idempotencyKey', 'text'], ['requestDigest', 'text'], ['status', 'text', '"TransactionStatus"'],
