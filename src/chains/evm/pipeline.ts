@@ -3,6 +3,7 @@
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { moveToNewNonce, releaseTransactions, saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
+import { slot } from '../../core/state.js';
 import type { Runtime } from '../../runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, type EvmContext } from './context.js';
@@ -121,14 +122,14 @@ function crashAt(rt: Runtime, works: Work[], stage: 'signed' | 'saved' | 'broadc
 
 // When each relayer's mined nonce last moved, as seen here: only a timing hint for resubmission
 // (a restart or another instance just starts a new clock), so it lives in memory.
-const lines = new Map<string, { nonce: bigint; since: number }>();
+const LINES = slot('EVM mined-nonce lines', () => new Map<string, { nonce: bigint; since: number }>());
 
 function lineOf(rt: Runtime, relayerId: string, latest: bigint, now: number) {
-  const key = `${rt.instanceId}:${relayerId}`;
-  const line = lines.get(key);
+  const lines = rt.state(LINES);
+  const line = lines.get(relayerId);
   if (line && line.nonce === latest) return line;
   const fresh = { nonce: latest, since: now };
-  lines.set(key, fresh);
+  lines.set(relayerId, fresh);
   return fresh;
 }
 
@@ -346,13 +347,13 @@ async function broadcastAll(rt: Runtime, ctx: EvmContext, works: Work[], log: Ru
   return accepted;
 }
 
-// A cache of when each relayer's nonces were last reconciled here, so a stuck relayer is not
-// reconciled on every step; any instance may do it, at most this often each.
-const lastReconciled = new Map<string, number>();
+// When each relayer's nonces were last reconciled here, so a stuck relayer is not reconciled on
+// every step; any instance may do it, at most this often each.
+const RECONCILED = slot('EVM nonce reconciliations', () => new Map<string, number>());
 
 async function fillGapsNow(rt: Runtime, ctx: EvmContext, log: Runtime['log']) {
-  const last = lastReconciled.get(ctx.relayer.id) ?? 0;
-  if (Date.now() - last < 10_000) return;
-  lastReconciled.set(ctx.relayer.id, Date.now());
+  const reconciled = rt.state(RECONCILED);
+  if (Date.now() - (reconciled.get(ctx.relayer.id) ?? 0) < 10_000) return;
+  reconciled.set(ctx.relayer.id, Date.now());
   await reconcileNonces(rt, ctx).catch((err) => log.warn({ err }, 'nonce reconciliation failed'));
 }

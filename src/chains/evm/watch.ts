@@ -1,4 +1,5 @@
 import { claimBelowNonce } from '../../modules/transactions/store.js';
+import { slot } from '../../core/state.js';
 import type { Runtime } from '../../runtime.js';
 import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
@@ -22,11 +23,10 @@ interface Watch {
 const watchMs = (ctx: EvmContext) => Math.min(1_000, Math.max(50, Math.round(ctx.blocktimeMs / 10)));
 
 /** Per runtime (a restarted service in the same process starts afresh), per relayer. */
-const watchesOf = new WeakMap<Runtime, Map<string, Watch>>();
+const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
 
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
-  let watches = watchesOf.get(rt);
-  if (!watches) watchesOf.set(rt, (watches = new Map()));
+  const watches = rt.state(WATCHES);
   const w = watches.get(ctx.relayer.id) ?? { upTo, seen };
   watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
