@@ -89,8 +89,8 @@ async function main() {
 
   const { print } = await import('graphql');
   const { createServerAdapter } = await import('@whatwg-node/server');
-  const { parseEnv } = await import('../src/env.js');
-  const { createLogger } = await import('../src/log.js');
+  const { parseEnv } = await import('../src/config/env.js');
+  const { createLogger } = await import('../src/lib/log.js');
   const { startService } = await import('../src/service.js');
   const { RestListTransactionsDocument } = await import('../src/generated/graphql.js');
 

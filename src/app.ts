@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
-import type { Context } from './graphql/context.js';
-import { maskError } from './graphql/errors.js';
-import { callerKey } from './graphql/rate-limit.js';
-import { schema } from './graphql/schema.js';
-import { authenticate } from './http/auth.js';
-import { createRestHandler } from './rest/handler.js';
-import { httpOf } from './rest/status.js';
-import type { Runtime } from './runtime.js';
+import type { Context } from './api/graphql/context.js';
+import { maskError } from './api/graphql/errors.js';
+import { callerKey } from './api/graphql/rate-limit.js';
+import { schema } from './api/graphql/schema.js';
+import { authenticate } from './api/auth.js';
+import { createRestHandler } from './api/rest/handler.js';
+import { httpOf } from './api/rest/status.js';
+import type { Runtime } from './core/runtime.js';
 
 export interface App {
   fetch(request: Request): Promise<Response>;

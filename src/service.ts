@@ -7,17 +7,17 @@ import { loadSigners } from './config/signers.js';
 import { syncConfig } from './config/sync.js';
 import { openDatabase } from './db/client.js';
 import { startDevnet } from './devnet.js';
-import type { Env } from './env.js';
-import { createLogger, type Logger } from './log.js';
-import { createEvents } from './events.js';
-import { memoryBucket } from './graphql/rate-limit.js';
-import { redisBucket } from './graphql/redis-bucket.js';
+import type { Env } from './config/env.js';
+import { createLogger, type Logger } from './lib/log.js';
+import { createEvents } from './core/pubsub.js';
+import { memoryBucket } from './lib/bucket.js';
+import { redisBucket } from './lib/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
-import type { Runtime } from './runtime.js';
-import { startWorkers } from './workers.js';
-import { loadFamilies } from './modules/transactions/family.js';
+import type { Runtime } from './core/runtime.js';
+import { startWorkers } from './core/worker.js';
+import { loadFamilies } from './core/transactions/family.js';
 
 // The chain families' pipelines, from the one list of families (chains/families.ts).
 await loadFamilies();

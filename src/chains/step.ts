@@ -1,9 +1,9 @@
 // Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
 import type { RpcEndpoint } from '../config/load.js';
 import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
-import { RelayerCheckError } from '../modules/relayers/checks.js';
-import { updateTransaction } from '../modules/transactions/store.js';
-import type { Runtime } from '../runtime.js';
+import { RelayerCheckError } from '../core/relayers/checks.js';
+import { updateTransaction } from '../core/transactions/store.js';
+import type { Runtime } from '../core/runtime.js';
 import { slot } from '../core/state.js';
 import { ExpiringMap } from '../lib/expiring.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
 import { specOf, type NetworkType } from '../chains/families.js';
-import { parsePolicies } from '../modules/relayers/policies.js';
+import { parsePolicies } from '../core/relayers/policies.js';
 import { configFile, networkEntry, notificationEntry, relayerEntry, signerEntry, type Secret } from './schema.js';
 
 export interface RpcEndpoint {

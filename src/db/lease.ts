@@ -1,4 +1,4 @@
-import type { Runtime } from '../runtime.js';
+import type { Runtime } from '../core/runtime.js';
 import type { Db } from './client.js';
 
 /** How long a worker may hold a transaction row for one step before another may take it. */

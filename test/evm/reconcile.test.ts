@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkRelayer } from '../../src/modules/relayers/checks.js';
+import { checkRelayer } from '../../src/core/relayers/checks.js';
 import { DEV_ADDRESS, startTestService, type TestService } from '../support/service.js';
 import { RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.js';
 import { startMaintenance } from '../../src/db/maintenance.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/lib/log.js';
 
 let db: Database;
 let maintenance: ReturnType<typeof startMaintenance> | undefined;

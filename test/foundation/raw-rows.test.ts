@@ -4,10 +4,10 @@ import { openDatabase, type Database } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
-import { emitTransactionUpdates } from '../../src/modules/notifications/events.js';
-import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/modules/transactions/store.js';
-import { saveTransactions } from '../../src/modules/transactions/store.js';
-import type { Runtime } from '../../src/runtime.js';
+import { emitTransactionUpdates } from '../../src/core/notifications/events.js';
+import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
+import { saveTransactions } from '../../src/core/transactions/store.js';
+import type { Runtime } from '../../src/core/runtime.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what

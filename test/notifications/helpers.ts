@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { Transaction, TransactionStatus } from '../../src/generated/prisma/client.js';
-import { emitTransactionUpdate } from '../../src/modules/notifications/events.js';
-import { publishTransaction, updateTransaction } from '../../src/modules/transactions/store.js';
-import type { Runtime } from '../../src/runtime.js';
+import { emitTransactionUpdate } from '../../src/core/notifications/events.js';
+import { publishTransaction, updateTransaction } from '../../src/core/transactions/store.js';
+import type { Runtime } from '../../src/core/runtime.js';
 import { API_KEY, DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Received } from './receiver.js';
 

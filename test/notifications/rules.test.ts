@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs } from '../../src/modules/notifications/delivery.js';
-import { signatureHeaders, signBody, signTimestamped, verifyTimestamped } from '../../src/modules/notifications/signature.js';
-import { isPrivate } from '../../src/modules/notifications/url.js';
+import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs } from '../../src/core/notifications/delivery.js';
+import { signatureHeaders, signBody, signTimestamped, verifyTimestamped } from '../../src/core/notifications/signature.js';
+import { isPrivate } from '../../src/core/notifications/url.js';
 
 // RFC 4231, test case 2.
 const RFC_KEY = 'Jefe';

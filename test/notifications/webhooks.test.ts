@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/lib/log.js';
 import { databaseKinds } from '../support/postgres.js';
 import { ROOT, startTestService, type TestService } from '../support/service.js';
 import { LIFECYCLE, SIGNING_KEY, acceptTransaction, hookConfig, signaturesOf, statusesFor, walk } from './helpers.js';

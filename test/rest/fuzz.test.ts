@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../src/lib/json.js';
-import type { Field } from '../../src/rest/fields.js';
-import { routes, type Route } from '../../src/rest/routes.js';
+import type { Field } from '../../src/api/rest/fields.js';
+import { routes, type Route } from '../../src/api/rest/routes.js';
 import type { TestService } from '../support/service.js';
 import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
 

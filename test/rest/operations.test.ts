@@ -11,12 +11,12 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { schema } from '../../src/graphql/schema.js';
-import type { Fields, JsonType } from '../../src/rest/fields.js';
-import { convertFields, gqlName } from '../../src/rest/fields.js';
-import { compileRoutes, schemaEnums } from '../../src/rest/handler.js';
-import { openApiDocument } from '../../src/rest/openapi.js';
-import { routes } from '../../src/rest/routes.js';
+import { schema } from '../../src/api/graphql/schema.js';
+import type { Fields, JsonType } from '../../src/api/rest/fields.js';
+import { convertFields, gqlName } from '../../src/api/rest/fields.js';
+import { compileRoutes, schemaEnums } from '../../src/api/rest/handler.js';
+import { openApiDocument } from '../../src/api/rest/openapi.js';
+import { routes } from '../../src/api/rest/routes.js';
 
 const compiled = compileRoutes(schema);
 const offered = new Set(compiled.map((c) => c.route));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transactionRecord } from '../../src/modules/transactions/record.js';
-import { routes } from '../../src/rest/routes.js';
+import { transactionRecord } from '../../src/core/transactions/record.js';
+import { routes } from '../../src/api/rest/routes.js';
 import { databaseKinds } from '../support/postgres.js';
 import { API_KEY, type TestService } from '../support/service.js';
 import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';

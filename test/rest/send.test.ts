@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transactionRecord } from '../../src/modules/transactions/record.js';
-import { familyOf } from '../../src/modules/transactions/family.js';
+import { transactionRecord } from '../../src/core/transactions/record.js';
+import { familyOf } from '../../src/core/transactions/family.js';
 import '../../src/service.js';
-import { schema } from '../../src/graphql/schema.js';
+import { schema } from '../../src/api/graphql/schema.js';
 import { DEV_ADDRESS, type TestService } from '../support/service.js';
 import { envelope, expectError, RECEIVER, startRestService } from './helpers.js';
 

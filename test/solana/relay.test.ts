@@ -2,9 +2,9 @@
 // stand-in on LiteSVM, which executes the transactions for real.
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { familyOf } from '../../src/modules/transactions/family.js';
+import { familyOf } from '../../src/core/transactions/family.js';
 import { createLocalSigner } from '../../src/signers/index.js';
-import { startWorkers } from '../../src/workers.js';
+import { startWorkers } from '../../src/core/worker.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';

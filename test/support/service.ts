@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
-import { parseEnv } from '../../src/env.js';
-import { createLogger } from '../../src/log.js';
+import { parseEnv } from '../../src/config/env.js';
+import { createLogger } from '../../src/lib/log.js';
 import { startService, type Service } from '../../src/service.js';
 import { createTestDatabase } from './postgres.js';
 

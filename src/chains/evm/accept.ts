@@ -1,9 +1,9 @@
 import { getAddress, type Address, type Hex } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid, unavailable } from '../../core/errors.js';
-import type { Accepted } from '../../modules/transactions/family.js';
-import { DEFAULT_VALIDITY_MS, type EvmRequest } from '../../modules/transactions/shapes.js';
-import type { Runtime } from '../../runtime.js';
+import type { Accepted } from '../../core/transactions/family.js';
+import { DEFAULT_VALIDITY_MS, type EvmRequest } from '../../core/transactions/shapes.js';
+import type { Runtime } from '../../core/runtime.js';
 import { evmContext, EvmSetupError, type EvmContext } from './context.js';
 import { revertReason } from './errors.js';
 import { estimateGasWithMargin } from './fees.js';

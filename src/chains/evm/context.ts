@@ -2,7 +2,7 @@ import type { Network, RpcEndpoint } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { readEvmPolicy, type EvmPolicy } from './spec.js';
-import { findNetwork, type Runtime } from '../../runtime.js';
+import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { createEvmRpc, type EvmRpc } from './rpc.js';
 import { slot } from '../../core/state.js';

@@ -3,7 +3,7 @@
 // observed, and changes only that record; pipeline.ts performs the effects and writes the result.
 import type { Hex } from 'viem';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../modules/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';

@@ -1,11 +1,11 @@
 import type { Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { invalid, unavailable } from '../../core/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
-import type { Accepted, ChainFamily } from '../../modules/transactions/family.js';
-import { FINAL_STATUSES } from '../../modules/transactions/service.js';
-import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+import { RelayerCheckError } from '../../core/relayers/checks.js';
+import type { Accepted, ChainFamily } from '../../core/transactions/family.js';
+import { FINAL_STATUSES } from '../../core/transactions/service.js';
+import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
+import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
 import { evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';

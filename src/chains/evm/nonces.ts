@@ -1,8 +1,8 @@
 import type { Transaction } from '../../generated/prisma/client.js';
 import { randomUUID } from 'node:crypto';
-import { writeWithEvents } from '../../modules/notifications/events.js';
-import { insertTransactions, publishTransaction } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+import { writeWithEvents } from '../../core/notifications/events.js';
+import { insertTransactions, publishTransaction } from '../../core/transactions/store.js';
+import type { Runtime } from '../../core/runtime.js';
 import { TRANSFER_GAS, type EvmPayload } from './accept.js';
 import type { EvmContext } from './context.js';
 import type { EvmState } from './state.js';

@@ -2,9 +2,9 @@
 // leased transactions. What to do with each answer is decided in decide.ts.
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { moveToNewNonce, releaseTransactions, saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
+import { moveToNewNonce, releaseTransactions, saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
-import type { Runtime } from '../../runtime.js';
+import type { Runtime } from '../../core/runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, type EvmContext } from './context.js';
 import {

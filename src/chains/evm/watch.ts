@@ -1,6 +1,6 @@
-import { claimBelowNonce } from '../../modules/transactions/store.js';
+import { claimBelowNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
-import type { Runtime } from '../../runtime.js';
+import type { Runtime } from '../../core/runtime.js';
 import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
 
