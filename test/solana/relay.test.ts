@@ -2,6 +2,7 @@
 // stand-in on LiteSVM, which executes the transactions for real.
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimRow, LEASE_MS } from '../../src/db/lease.js';
 import { familyOf } from '../../src/modules/transactions/family.js';
 import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/workers.js';
@@ -218,7 +219,11 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   afterAll(() => s?.stop());
 
   const row = (id: string) => s.svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
-  const step = async (id: string) => familyOf('solana')!.process(s.svc.rt, await row(id));
+  // As the worker does: take the row's lease, then advance it one step.
+  const step = async (id: string) => {
+    if ((await row(id)).leaseOwner !== s.svc.rt.instanceId) expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    await familyOf('solana')!.process(s.svc.rt, await row(id));
+  };
 
   it('signs again with a fresh blockhash when its blockhash expires before a node accepts it', async () => {
     const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(70_000)], s.latestBlockhash()) });
