@@ -273,6 +273,25 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(s.balance(s.dest.address)).toBe(destBefore + SOL / 20n);
   });
 
+  it('writes nothing once its lease has moved to another instance, and marks sent with sent_at', async () => {
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(80_000)], s.latestBlockhash()) });
+    const id = r.json.data.id;
+    await step(id);
+    const signed = await row(id);
+    expect(signed.status).toBe('sent');
+    expect(signed.sentAt).toBeInstanceOf(Date);
+    // This instance read the row under its lease; the lease then ran out and another instance took it.
+    expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    const stale = await row(id);
+    await s.svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
+    const calls = s.stub.calls.length;
+    await familyOf('solana')!.process(s.svc.rt, stale);
+    // The broadcast happened (the same signed bytes, which can land once), but its outcome is not written over the new owner's row.
+    expect(s.stub.calls.length).toBeGreaterThan(calls);
+    const after = await row(id);
+    expect(after).toMatchObject({ status: 'sent', leaseOwner: 'other-instance', updatedAt: stale.updatedAt });
+  });
+
   it('expires a co-signed transaction whose blockhash expired before it was sent (the relayer cannot renew it)', async () => {
     const userBefore = s.balance(s.user.address);
     const r = await send(s.svc, RELAYER, { transaction: await s.userTransfer() });
