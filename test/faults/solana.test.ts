@@ -133,5 +133,5 @@ describe.each(await databaseKinds())('solana: kill -9 at each crash point, then 
     for (const [id, units] of accepted) expect(executed.find((e) => e.signature === rows.find((r) => r.id === id).hash)?.units).toBe(units);
     // The relayer paid one fee per transaction, no more.
     expect(stub.svm.getBalance(relayer)).toBe(balanceBefore - FEE * BigInt(rows.length));
-  });
+  }, 150_000);
 });
