@@ -1,5 +1,7 @@
 // Solana relayers end to end: config file -> REST/GraphQL -> pipeline -> a local Solana RPC
 // stand-in on LiteSVM, which executes the transactions for real.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
@@ -18,7 +20,7 @@ const FINAL = ['confirmed', 'failed', 'expired'];
 // by chance between building a transaction and the relayer signing it.
 const LIFETIME = 3_000;
 
-async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string } = {}) {
+async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string; rpcUrl?: (stubUrl: string) => Promise<string> } = {}) {
   const keys = await keystores();
   const key = await keys.create('solana');
   const relayer = createLocalSigner(key.seed, 'solana').address as Address;
@@ -32,6 +34,7 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
     blockhashLifetime: LIFETIME,
     finalizedAfter: 6,
   });
+  const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(stub.url) : stub.url;
   const svc = await startTestService({
     db: opts.db,
     workers: opts.workers,
@@ -41,7 +44,7 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
       ],
       signers: [localSigner('solana-key', key.file)],
       notifications: opts.hooks ? [{ id: 'hooks', type: 'webhook', url: opts.hooks, signing_key: { type: 'plain', value: SIGNING_KEY } }] : [],
-      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 50, is_testnet: true }],
+      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [rpcUrl], average_blocktime_ms: 50, is_testnet: true }],
     }),
   });
   const balance = (a: Address) => stub.svm.getBalance(a) ?? 0n;
@@ -308,4 +311,59 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     }
     expect(s.balance(s.user.address)).toBe(userBefore);
   });
+});
+
+/** A JSON-RPC proxy to `target` that, while `lose` is set, forwards broadcasts but loses their answers (502). */
+async function lossyProxy(target: string) {
+  const state = { lose: false, lost: 0 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await answer.text();
+      if (state.lose && body.includes('"sendTransaction"')) {
+        state.lost++;
+        return void res.writeHead(502).end('bad gateway');
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('solana relayer: a broadcast whose answer is lost', () => {
+  let s: Awaited<ReturnType<typeof solanaSetup>>;
+  let proxy: Awaited<ReturnType<typeof lossyProxy>>;
+  beforeAll(async () => {
+    s = await solanaSetup({ rpcUrl: async (url) => (proxy = await lossyProxy(url)).url });
+  });
+  afterAll(async () => {
+    await s?.stop();
+    await proxy?.close();
+  });
+
+  it('counts as possibly sent: after its blockhash expires it is found on chain, never signed again', async () => {
+    proxy.state.lose = true;
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(90_001)], NO_BLOCKHASH) });
+    expect(r.status).toBe(200);
+    const id = r.json.data.id;
+    // It landed; the relayer never heard so. Then its blockhash goes before the relayer looks again.
+    await waitFor('the broadcast to land', () => s.stub.executed.length > 0 && proxy.state.lost > 0);
+    s.stub.advance(LIFETIME + 10);
+    proxy.state.lose = false;
+    const done = await waitForStatus(s.svc, RELAYER, id, FINAL, 40_000);
+    expect(done).toMatchObject({ status: 'confirmed', hash: s.stub.executed[0].signature, sent_at: expect.any(String) });
+    expect(s.stub.executed).toHaveLength(1);
+    const q = await s.svc.gql(`query($id: ID!) { transaction(id: $id) { hashes } }`, { id });
+    expect(q.data.transaction.hashes).toEqual([done.hash]);
+  }, 60_000);
 });
