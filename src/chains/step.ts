@@ -2,7 +2,7 @@
 import type { RpcEndpoint } from '../config/load.js';
 import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
 import { RelayerCheckError } from '../core/relayers/checks.js';
-import { updateTransaction } from '../core/transactions/store.js';
+import { saveTransactions, type TransactionPatch } from '../core/transactions/store.js';
 import type { Runtime } from '../core/runtime.js';
 import { slot } from '../core/state.js';
 import { ExpiringMap } from '../lib/expiring.js';
@@ -10,23 +10,28 @@ import { ExpiringMap } from '../lib/expiring.js';
 export const FINAL_STATUSES: ReadonlySet<Transaction['status']> = new Set(['confirmed', 'failed', 'expired', 'canceled']);
 
 /**
- * Writes the outcome of one step: the change (status changes send their webhook and live event
- * through updateTransaction), when the row is due again (`nextInMs`; null once final) and the
- * lease given back. Nothing is written when another writer moved the status on meanwhile.
+ * Writes the outcome of one step through saveTransactions: the change (a status change queues its
+ * webhook and live event in the same database transaction), when the row is due again
+ * (`nextInMs`; null once final) and, unless `keepLease`, the lease given back. The row is written
+ * only while this instance still holds the lease the row was read with; null when it did not
+ * (another instance took the row over), and then nothing was written. A status that becomes
+ * `sent` carries `sent_at` in the same write.
  */
 export async function saveStep(
   rt: Runtime,
   tx: Transaction,
-  data: Prisma.TransactionUpdateInput,
+  patch: TransactionPatch,
   nextInMs: number | null,
+  opts: { keepLease?: boolean } = {},
 ): Promise<Transaction | null> {
   const dueAt = nextInMs === null ? null : new Date(Date.now() + nextInMs);
-  const saved = await updateTransaction(rt, tx.id, { ...data, dueAt, leaseOwner: null, leaseUntil: null }, { expectStatus: [tx.status] });
-  if (!saved) {
-    await rt.prisma.transaction.updateMany({ where: { id: tx.id, leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
-  }
-  if (nextInMs === 0) rt.wake();
-  return saved;
+  const full: TransactionPatch = { ...patch, dueAt };
+  if ((full.status === 'sent' || full.status === 'submitted') && !tx.sentAt && !full.sentAt) full.sentAt = new Date();
+  const saved = await saveTransactions(rt, rt.instanceId, [{ before: tx, patch: full, release: !opts.keepLease }]);
+  const row = saved.get(tx.id) ?? null;
+  if (!row) rt.log.warn({ transactionId: tx.id }, 'step result not written: the lease of the transaction was lost');
+  if (row && nextInMs === 0) rt.wake();
+  return row;
 }
 
 /**

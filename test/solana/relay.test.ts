@@ -1,7 +1,10 @@
 // Solana relayers end to end: config file -> REST/GraphQL -> pipeline -> a local Solana RPC
 // stand-in on LiteSVM, which executes the transactions for real.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimRow, LEASE_MS } from '../../src/db/lease.js';
 import { familyOf } from '../../src/core/transactions/family.js';
 import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/core/worker.js';
@@ -17,7 +20,7 @@ const FINAL = ['confirmed', 'failed', 'expired'];
 // by chance between building a transaction and the relayer signing it.
 const LIFETIME = 3_000;
 
-async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string } = {}) {
+async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string; rpcUrl?: (stubUrl: string) => Promise<string> } = {}) {
   const keys = await keystores();
   const key = await keys.create('solana');
   const relayer = createLocalSigner(key.seed, 'solana').address as Address;
@@ -31,6 +34,7 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
     blockhashLifetime: LIFETIME,
     finalizedAfter: 6,
   });
+  const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(stub.url) : stub.url;
   const svc = await startTestService({
     db: opts.db,
     workers: opts.workers,
@@ -40,7 +44,7 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
       ],
       signers: [localSigner('solana-key', key.file)],
       notifications: opts.hooks ? [{ id: 'hooks', type: 'webhook', url: opts.hooks, signing_key: { type: 'plain', value: SIGNING_KEY } }] : [],
-      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 50, is_testnet: true }],
+      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [rpcUrl], average_blocktime_ms: 50, is_testnet: true }],
     }),
   });
   const balance = (a: Address) => stub.svm.getBalance(a) ?? 0n;
@@ -218,7 +222,11 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   afterAll(() => s?.stop());
 
   const row = (id: string) => s.svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
-  const step = async (id: string) => familyOf('solana')!.process(s.svc.rt, await row(id));
+  // As the worker does: take the row's lease, then advance it one step.
+  const step = async (id: string) => {
+    if ((await row(id)).leaseOwner !== s.svc.rt.instanceId) expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    await familyOf('solana')!.process(s.svc.rt, await row(id));
+  };
 
   it('signs again with a fresh blockhash when its blockhash expires before a node accepts it', async () => {
     const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(70_000)], s.latestBlockhash()) });
@@ -268,6 +276,25 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(s.balance(s.dest.address)).toBe(destBefore + SOL / 20n);
   });
 
+  it('writes nothing once its lease has moved to another instance, and marks sent with sent_at', async () => {
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(80_000)], s.latestBlockhash()) });
+    const id = r.json.data.id;
+    await step(id);
+    const signed = await row(id);
+    expect(signed.status).toBe('sent');
+    expect(signed.sentAt).toBeInstanceOf(Date);
+    // This instance read the row under its lease; the lease then ran out and another instance took it.
+    expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    const stale = await row(id);
+    await s.svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
+    const calls = s.stub.calls.length;
+    await familyOf('solana')!.process(s.svc.rt, stale);
+    // The broadcast happened (the same signed bytes, which can land once), but its outcome is not written over the new owner's row.
+    expect(s.stub.calls.length).toBeGreaterThan(calls);
+    const after = await row(id);
+    expect(after).toMatchObject({ status: 'sent', leaseOwner: 'other-instance', updatedAt: stale.updatedAt });
+  });
+
   it('expires a co-signed transaction whose blockhash expired before it was sent (the relayer cannot renew it)', async () => {
     const userBefore = s.balance(s.user.address);
     const r = await send(s.svc, RELAYER, { transaction: await s.userTransfer() });
@@ -284,4 +311,59 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     }
     expect(s.balance(s.user.address)).toBe(userBefore);
   });
+});
+
+/** A JSON-RPC proxy to `target` that, while `lose` is set, forwards broadcasts but loses their answers (502). */
+async function lossyProxy(target: string) {
+  const state = { lose: false, lost: 0 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await answer.text();
+      if (state.lose && body.includes('"sendTransaction"')) {
+        state.lost++;
+        return void res.writeHead(502).end('bad gateway');
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('solana relayer: a broadcast whose answer is lost', () => {
+  let s: Awaited<ReturnType<typeof solanaSetup>>;
+  let proxy: Awaited<ReturnType<typeof lossyProxy>>;
+  beforeAll(async () => {
+    s = await solanaSetup({ rpcUrl: async (url) => (proxy = await lossyProxy(url)).url });
+  });
+  afterAll(async () => {
+    await s?.stop();
+    await proxy?.close();
+  });
+
+  it('counts as possibly sent: after its blockhash expires it is found on chain, never signed again', async () => {
+    proxy.state.lose = true;
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(90_001)], NO_BLOCKHASH) });
+    expect(r.status).toBe(200);
+    const id = r.json.data.id;
+    // It landed; the relayer never heard so. Then its blockhash goes before the relayer looks again.
+    await waitFor('the broadcast to land', () => s.stub.executed.length > 0 && proxy.state.lost > 0);
+    s.stub.advance(LIFETIME + 10);
+    proxy.state.lose = false;
+    const done = await waitForStatus(s.svc, RELAYER, id, FINAL, 40_000);
+    expect(done).toMatchObject({ status: 'confirmed', hash: s.stub.executed[0].signature, sent_at: expect.any(String) });
+    expect(s.stub.executed).toHaveLength(1);
+    const q = await s.svc.gql(`query($id: ID!) { transaction(id: $id) { hashes } }`, { id });
+    expect(q.data.transaction.hashes).toEqual([done.hash]);
+  }, 60_000);
 });

@@ -31,6 +31,24 @@ const userKp = Keypair.random();
 const destKp = Keypair.random();
 const strangerKp = Keypair.random();
 
+/** Sends `count` payments from `kp`'s account at its next sequence numbers, outside the service. */
+async function useOutside(stub: StellarRpcStub, kp: Keypair, count: number) {
+  const seq = stub.account(kp.publicKey())!.sequence;
+  for (let i = 0n; i < BigInt(count); i++) {
+    const tx = new TransactionBuilder(new Account(kp.publicKey(), (seq + i).toString()), { fee: '100', networkPassphrase: PASSPHRASE })
+      .addOperation(Operation.payment({ destination: destKp.publicKey(), asset: Asset.native(), amount: '0.0000001' }))
+      .setTimeout(0)
+      .build();
+    tx.sign(kp);
+    const res = await fetch(stub.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: { transaction: tx.toXDR() } }),
+    });
+    expect(((await res.json()) as any).result.status).toBe('PENDING');
+  }
+}
+
 const payment = (amount: number | string = 10_000_000, destination = destKp.publicKey()) => ({
   type: 'payment',
   destination,
@@ -350,8 +368,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
   });
 
   it('takes a new sequence number when the account was used outside the service', async () => {
+    // Five payments signed with the relayer's key by someone else, straight to the network.
     const outside = stub.account(relayer.publicKey())!.sequence + 5n;
-    stub.setAccount(relayer.publicKey(), { sequence: outside });
+    await useOutside(stub, relayer, 5);
+    await waitFor('the outside payments to be applied', () => stub.account(relayer.publicKey())!.sequence === outside);
     const r = await send(svc, RELAYER, { network: 'stellar-local', operations: [payment()] });
     const done = await waitForStatus(svc, RELAYER, r.json.data.id, ['confirmed', 'failed', 'expired']);
     expect(done.status, done.status_reason).toBe('confirmed');

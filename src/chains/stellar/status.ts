@@ -109,3 +109,26 @@ export async function checkStellarTx(
     }
   }
 }
+
+/** What getTransaction says about a set of hashes: the one that landed (at most one can), and the ledger window. */
+export interface StellarLookUp {
+  landed: { hash: string; status: 'confirmed'; ledger: number } | { hash: string; status: 'failed'; ledger: number; code: string; reason: string } | null;
+  latestLedger: number;
+  latestLedgerCloseTime: number;
+  oldestLedger: number;
+}
+
+/** Looks up every hash (oldest signing first) and reports the one the chain recorded, if any. */
+export async function lookUpStellarTxs(rpc: StellarRpc, hashes: string[]): Promise<StellarLookUp> {
+  let window = { latestLedger: 0, latestLedgerCloseTime: 0, oldestLedger: 0 };
+  for (const hash of hashes) {
+    const res = await rpc.getTransaction(hash);
+    window = { latestLedger: res.latestLedger, latestLedgerCloseTime: Number(res.latestLedgerCloseTime), oldestLedger: Number(res.oldestLedger ?? 0) };
+    if (res.status === 'SUCCESS') return { ...window, landed: { hash, status: 'confirmed', ledger: res.ledger ?? res.latestLedger } };
+    if (res.status === 'FAILED') {
+      const { code, reason } = res.resultXdr ? describeTransactionResult(res.resultXdr) : { code: 'unknown', reason: 'failed' };
+      return { ...window, landed: { hash, status: 'failed', ledger: res.ledger ?? res.latestLedger, code, reason } };
+    }
+  }
+  return { ...window, landed: null };
+}

@@ -7,7 +7,7 @@ import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { emitTransactionUpdate, emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
+import { emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
 export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
@@ -125,30 +125,6 @@ export async function moveToNewNonce(rt: Runtime, tx: Transaction, atLeast: bigi
 
 class LeaseLost extends Error {}
 
-/**
- * The one way a transaction changes after it is accepted: the row, the webhook delivery of a
- * status change and the live event are written together, so no change goes unreported.
- * `expectStatus` makes the change conditional (another worker may have moved it on).
- */
-export async function updateTransaction(
-  rt: Runtime,
-  id: string,
-  data: Prisma.TransactionUpdateInput,
-  opts: { expectStatus?: Transaction['status'][] } = {},
-): Promise<Transaction | null> {
-  const result = await writeWithEvents(rt, async (db) => {
-    const before = await db.transaction.findUnique({ where: { id }, select: { status: true, relayer: { select: { id: true, notificationId: true } } } });
-    if (!before) return null;
-    if (opts.expectStatus && !opts.expectStatus.includes(before.status)) return null;
-    const after = await db.transaction.update({ where: { id }, data });
-    const changed = after.status !== before.status;
-    if (changed) await emitTransactionUpdate(db, before.relayer, after);
-    return { after, changed };
-  });
-  if (result?.changed) publishTransaction(rt, result.after);
-  return result?.after ?? null;
-}
-
 export function publishTransaction(rt: Runtime, tx: Transaction) {
   rt.pubsub.publish('transaction:relayer', tx.relayerId, tx);
   rt.pubsub.publish('transaction:id', tx.id, tx);
@@ -221,10 +197,10 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
 }
 
 /**
- * updateTransaction for a batch of leased rows, in one database transaction and a single UPDATE
+ * Saves a batch of leased rows in one database transaction and a single UPDATE
  * of the columns the batch changes: each row is written only if `owner` still holds the lease it
  * was read under (a worker that lost its lease changes nothing). Status changes queue their
- * webhook events and are published, as updateTransaction does. Only a lease holder changes a row's
+ * webhook events and are published. Only a lease holder changes a row's
  * status, so the status it had is the one read with the lease. Returns the rows as written, by id;
  * a row missing from it was not written.
  */
