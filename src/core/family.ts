@@ -63,6 +63,8 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
     description: string;
     /** What its relayers take, for the GraphQL input's description ("Solana relayers `transaction`"). */
     summary: string;
+    /** Its main fields, for the REST route's description ("(`transaction`)"). */
+    restHint?: string;
     /** Its fields by REST name; a field several families share is the same object (sharedSendFields). */
     fields: Record<string, RequestField>;
     /** Validates a request given in GraphQL field names (absent fields left out). */
