@@ -1,7 +1,7 @@
 // Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
 import type { RpcEndpoint } from '../config/load.js';
 import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
-import { RelayerCheckError } from '../modules/relayers/checks.js';
+import { RelayerCheckError } from '../core/errors.js';
 import { updateTransaction } from '../modules/transactions/store.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../core/state.js';

@@ -4,7 +4,7 @@ import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
+import { RelayerCheckError } from '../../core/errors.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
 import { findNetwork, type Runtime } from '../../runtime.js';

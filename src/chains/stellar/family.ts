@@ -5,7 +5,7 @@ import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
+import { RelayerCheckError } from '../../core/errors.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
