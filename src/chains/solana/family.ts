@@ -6,7 +6,7 @@ import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
 import { findNetwork, type Runtime } from '../../runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { clientCache, contextForCheck, endpointsOf, long, relayerOfStep, saveStep } from '../step.js';

@@ -8,7 +8,7 @@ import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily } from '../../modules/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
 import { findNetwork, type Runtime } from '../../runtime.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } from './build.js';
