@@ -1,7 +1,7 @@
 // Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
 import type { RpcEndpoint } from '../config/load.js';
 import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
-import { RelayerCheckError } from '../core/relayers/checks.js';
+import { RelayerCheckError } from '../core/errors.js';
 import { saveTransactions, type TransactionPatch } from '../core/transactions/store.js';
 import type { Runtime } from '../core/runtime.js';
 import { slot } from '../core/state.js';

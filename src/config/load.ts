@@ -25,6 +25,8 @@ export interface Network {
   isTestnet: boolean;
   /** Stellar network passphrase. */
   passphrase?: string;
+  /** The entry as written (snake_case, after `from` inheritance): fields only its chain family reads (its spec's network.fields). */
+  fields: Readonly<Record<string, unknown>>;
 }
 
 export interface SignerConfig {
@@ -181,6 +183,7 @@ export async function loadConfig(file: string, env: Record<string, string | unde
       averageBlocktimeMs: n.average_blocktime_ms,
       isTestnet: n.is_testnet ?? false,
       passphrase: n.passphrase as string | undefined,
+      fields: n,
     });
   }
 

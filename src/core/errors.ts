@@ -36,3 +36,16 @@ export const transactionNotFound = (id: string) => notFound(`Transaction with ID
 
 export const isDomainError = (e: unknown, ...kinds: ErrorKind[]): e is DomainError =>
   e instanceof DomainError && (kinds.length === 0 || kinds.includes(e.kind));
+
+/**
+ * A failed start-up check of a relayer (a chain family's checkRelayer): `type` and `details`
+ * become the relayer's disabled_reason. Not a request error: it disables the relayer.
+ */
+export class RelayerCheckError extends Error {
+  constructor(
+    readonly type: string,
+    readonly details: string,
+  ) {
+    super(`${type}: ${details}`);
+  }
+}

@@ -63,6 +63,8 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
     description: string;
     /** What its relayers take, for the GraphQL input's description ("Solana relayers `transaction`"). */
     summary: string;
+    /** Its main fields, for the REST route's description ("(`transaction`)"). */
+    restHint?: string;
     /** Its fields by REST name; a field several families share is the same object (sharedSendFields). */
     fields: Record<string, RequestField>;
     /** Validates a request given in GraphQL field names (absent fields left out). */
@@ -94,6 +96,9 @@ export type RecordColumn =
 
 /** Keeps the literal types of a spec (its network type and request schema) for the derived types. */
 export const defineFamily = <const T extends string, Req extends z.ZodType>(spec: FamilySpec<T, Req>): FamilySpec<T, Req> => spec;
+
+/** How long a transaction may wait to be mined when the request gives no valid_until: 8 hours. */
+export const DEFAULT_VALIDITY_MS = 8 * 60 * 60 * 1000;
 
 /** Send fields more than one family takes: one definition, so the merged surfaces agree (see sendFieldsOf). */
 export const sharedSendFields = {

@@ -45,7 +45,7 @@ export const Transaction = builder.prismaObject('Transaction', {
     networkData: t.field({
       type: 'JSON',
       nullable: true,
-      description: 'Chain-specific details of Solana and Stellar transactions.',
+      description: `Chain-specific details of ${andList(FAMILIES.filter((f) => f.record.networkData).map((f) => f.label))} transactions.`,
       resolve: (tx) => publicState(tx),
     }),
   }),
@@ -62,6 +62,7 @@ builder.prismaObjectField(Relayer, 'transactions', (t) =>
   }),
 );
 
+const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
 const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 const SendTransactionInput = builder.inputType('SendTransactionInput', {

@@ -83,7 +83,9 @@ export function docsPage(doc: Doc): string {
     })
     .join('\n');
   const toc = ops.map((o) => `<li><a href="#${esc(o.op.operationId)}"><span class="m ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`).join('');
-  const records = ['Transaction', 'Relayer', 'Notification', 'RpcConfig', 'EvmPolicy', 'Pagination']
+  // The policy objects the document spells out (one per chain family that has one).
+  const policies = ((doc.components.schemas.RelayerPolicies?.oneOf ?? []) as JsonSchema[]).flatMap((s) => (typeof s.$ref === 'string' ? [s.$ref.split('/').pop()!] : []));
+  const records = ['Transaction', 'Relayer', 'Notification', 'RpcConfig', ...policies, 'Pagination']
     .map((n) => `<h3 id="schema-${n}">${n}</h3><p>${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`)
     .join('\n');
   const errors = Object.entries(doc.components.responses)

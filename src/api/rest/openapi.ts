@@ -1,6 +1,7 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
 import { recordSchemas, type JsonSchema } from './records.js';
+import { httpOf } from './status.js';
 
 // The OpenAPI 3.1 document of the REST surface, generated from the route table.
 
@@ -58,14 +59,15 @@ const envelope = (data: JsonSchema, list: boolean): JsonSchema => ({
   },
 });
 
+// The documented error responses by status (the statuses and spec messages come from status.ts).
 const ERRORS: Record<number, { name: string; message: string; description: string }> = {
-  400: { name: 'BadRequest', message: 'Bad Request', description: 'Invalid request: `error` names the field and the reason. Nothing was changed.' },
-  401: { name: 'Unauthorized', message: 'Unauthorized', description: 'Missing, malformed or wrong bearer token.' },
+  400: { name: 'BadRequest', message: httpOf.BAD_REQUEST.message!, description: 'Invalid request: `error` names the field and the reason. Nothing was changed.' },
+  401: { name: 'Unauthorized', message: httpOf.UNAUTHORIZED.message!, description: 'Missing, malformed or wrong bearer token.' },
   404: { name: 'NotFound', message: 'Relayer with ID my-relayer not found', description: 'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`) or transaction.' },
   405: { name: 'MethodNotAllowed', message: 'Method Not Allowed', description: 'The path exists but not with this method; see the Allow header.' },
   409: { name: 'Conflict', message: 'Notification with this ID already exists', description: 'The resource already exists, or an Idempotency-Key was reused with another body.' },
-  429: { name: 'TooManyRequests', message: 'Too Many Requests', description: "The caller's request budget is spent; retry after Retry-After seconds." },
-  500: { name: 'InternalServerError', message: 'Internal Server Error', description: 'Server failure.' },
+  429: { name: 'TooManyRequests', message: httpOf.RATE_LIMITED.message!, description: "The caller's request budget is spent; retry after Retry-After seconds." },
+  500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
 export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): JsonSchema {

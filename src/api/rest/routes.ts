@@ -17,7 +17,7 @@ import {
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
 import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
-import { notificationRecord, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
+import { notificationRecord, orList, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
 // OpenAPI document (openapi.ts). Each route runs one named GraphQL operation on the shared schema.
@@ -80,6 +80,9 @@ const sendShapes = Object.fromEntries(
     { description: f.send.description, fields: Object.keys(f.send.fields), required: Object.keys(f.send.fields).filter((k) => f.send.fields[k].required) },
   ]),
 );
+
+const shapesByType = FAMILIES.map((f) => `Shape ${f.send.letter}${f.send.restHint ? ` ${f.send.restHint}` : ''} for ${f.label} relayers`).join(', ');
+const sendBodyDescription = `Shape ${orList(FAMILIES.map((f) => f.send.letter))} by network type.`;
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
 
@@ -156,7 +159,7 @@ export const routes: Route[] = [
     tag: 'Transactions',
     summary: 'Send a transaction through a relayer',
     description:
-      "The body shape follows the relayer's network type: Shape A for EVM relayers, Shape B (`transaction`) for Solana relayers, Shape C (`network`, `operations` or `transaction_xdr`, ...) for Stellar relayers. Fields of another shape are refused. With an `Idempotency-Key` header, a retry with the same key and body returns the first transaction; the same key with another body is a 409.",
+      `The body shape follows the relayer's network type: ${shapesByType}. Fields of another shape are refused. With an \`Idempotency-Key\` header, a retry with the same key and body returns the first transaction; the same key with another body is a 409.`,
     spec: '4.1',
     document: RestSendTransactionDocument,
     field: { type: 'Mutation', name: 'sendTransaction' },
@@ -168,7 +171,7 @@ export const routes: Route[] = [
         description: '1 to 255 visible ASCII characters: a retry with the same key and body returns the first transaction.',
       },
     },
-    body: { variable: 'input', description: 'Shape A, B or C by network type.', fields: sendFields, example: evmExample, shapes: sendShapes },
+    body: { variable: 'input', description: sendBodyDescription, fields: sendFields, example: evmExample, shapes: sendShapes },
     status: 200,
     response: { schema: 'Transaction', list: false },
     errors: [404, 409],
@@ -236,7 +239,7 @@ export const routes: Route[] = [
     ),
     field: { type: 'Mutation', name: 'replaceTransaction' },
     pathParams: { ...relayerId, transaction_id: { gql: 'id', description: "The transaction's id." } },
-    body: { variable: 'input', description: 'Shape A, B or C by network type.', fields: sendFields, example: evmExample, shapes: sendShapes },
+    body: { variable: 'input', description: sendBodyDescription, fields: sendFields, example: evmExample, shapes: sendShapes },
     status: 200,
     response: { schema: 'Transaction', list: false },
     errors: [404, 409],

@@ -1,7 +1,7 @@
 import type { Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { invalid, unavailable } from '../../core/errors.js';
-import { RelayerCheckError } from '../../core/relayers/checks.js';
+import { RelayerCheckError } from '../../core/errors.js';
 import type { Accepted, ChainFamily } from '../../core/transactions/family.js';
 import { FINAL_STATUSES } from '../../core/transactions/service.js';
 import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';

@@ -20,6 +20,7 @@ export const solanaSpec = defineFamily({
     name: 'SolanaTransactionRequest',
     description: 'Shape B, for Solana relayers.',
     summary: 'Solana relayers `transaction`',
+    restHint: '(`transaction`)',
     fields: {
       transaction: {
         type: { kind: 'string' },

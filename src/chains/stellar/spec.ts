@@ -71,6 +71,7 @@ export const stellarSpec = defineFamily({
     name: 'StellarTransactionRequest',
     description: 'Shape C, for Stellar relayers: exactly one of operations and transaction_xdr.',
     summary: 'Stellar relayers network/operations/transactionXdr/...',
+    restHint: '(`network`, `operations` or `transaction_xdr`, ...)',
     fields,
     schema: stellarShape,
   },

@@ -4,16 +4,9 @@ import type { Runtime } from '../runtime.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 import { familyOf } from '../transactions/family.js';
 import type { NetworkType } from './policies.js';
+import { RelayerCheckError } from '../../core/errors.js';
 
-/** A failed relayer check: `type` and `details` become the relayer's disabled_reason. */
-export class RelayerCheckError extends Error {
-  constructor(
-    readonly type: string,
-    readonly details: string,
-  ) {
-    super(`${type}: ${details}`);
-  }
-}
+export { RelayerCheckError };
 
 const BACKOFF_BASE_MS = 2_000;
 const BACKOFF_MAX_MS = 5 * 60_000;

@@ -2,8 +2,7 @@ import type { z } from 'zod';
 import { specOf, type NetworkType } from '../../chains/families.js';
 
 export type { NetworkType };
-// The EVM policy lives with the EVM family (its contract, chains/evm/spec.ts); re-exported for its users here.
-export { evmPolicy, readEvmPolicy, type EvmPolicy } from '../../chains/evm/spec.js';
+// Each family's policy schema lives in its folder (chains/<family>/spec.ts).
 
 /** Validates a policy object for a family; returns it in storable form (bigints as decimal strings). */
 export function parsePolicies(type: NetworkType, raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; error: z.ZodError } {

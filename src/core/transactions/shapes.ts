@@ -6,11 +6,7 @@ import { specOf, type NetworkType, type SpecOf } from '../../chains/families.js'
 // The request shapes of the send route (spec 4.1), one per chain family (its spec.ts), selected by
 // the relayer's network type. GraphQL field names; the REST adapter maps the spec's snake_case names onto them.
 
-export const DEFAULT_VALIDITY_MS = 8 * 60 * 60 * 1000;
-
-export { evmShape, type EvmRequest } from '../../chains/evm/spec.js';
-export { solanaShape, type SolanaRequest } from '../../chains/solana/spec.js';
-export { stellarShape, type StellarRequest } from '../../chains/stellar/spec.js';
+export { DEFAULT_VALIDITY_MS } from '../../core/family.js';
 
 /** The request a family's send shape gives (its zod schema's output). */
 export type ShapeOf<T extends NetworkType> = z.output<SpecOf<T>['send']['schema']>;
