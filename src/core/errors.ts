@@ -1,6 +1,6 @@
 // The one error type domain and chain code throws. It knows nothing of GraphQL or HTTP: the
-// GraphQL layer maps `kind` to extensions.code (src/graphql/errors.ts) and the REST adapter maps
-// those codes to HTTP statuses and the spec's messages (src/rest/status.ts).
+// GraphQL layer maps `kind` to extensions.code (src/api/graphql/errors.ts) and the REST adapter maps
+// those codes to HTTP statuses and the spec's messages (src/api/rest/status.ts).
 
 export type ErrorKind =
   /** The request is wrong: a field, a rule of the relayer's policies, the state of the resource. */

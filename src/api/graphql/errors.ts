@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import { DomainError, type ErrorKind } from '../../core/errors.js';
 import type { Logger } from '../../lib/log.js';
 
-/** The codes of typed errors (extensions.code); src/rest/status.ts gives each its HTTP status. */
+/** The codes of typed errors (extensions.code); src/api/rest/status.ts gives each its HTTP status. */
 export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
 
 /** Codes that set the HTTP status of a /graphql response too (other errors are ordinary GraphQL errors there). */

@@ -68,7 +68,7 @@ function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
 }
 
 /**
- * The transaction record (spec 2.2), equal to what webhooks carry (modules/transactions/record.ts):
+ * The transaction record (spec 2.2), equal to what webhooks carry (core/transactions/record.ts):
  * the common fields, then those the transaction's family lists (chains/<family>/spec.ts: EVM
  * transactions the EVM fields, the others their network type and the chain-specific fields the
  * pipeline publishes).
