@@ -72,10 +72,12 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     prisma: db.prisma,
     config,
     signers,
-    pubsub: createEvents(redis),
+    pubsub: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
     instanceId: env.instanceId ?? randomUUID(),
     rateLimit: redis
-      ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst)
+      ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
+          log.warn({ err }, 'rate limit: Redis command failed; using this instance\'s own bucket'),
+        )
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
     state: createState(),

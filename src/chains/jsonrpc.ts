@@ -20,6 +20,8 @@ export type JsonRpcClientOptions = {
   logger?: RpcLogger;
   /** Whether a JSON-RPC error from a node is worth trying another endpoint. */
   isTransient?: (code: number, message: string) => boolean;
+  /** Whether a result can be an answer to the method; one that cannot is the endpoint's fault (fails over). */
+  checkResult?: (method: string, result: unknown) => boolean;
   /** Prefix of construction errors. */
   label?: string;
 };
@@ -108,6 +110,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   const cooldownMs = opts.cooldownMs ?? 30_000;
   const maxCooldownMs = Math.max(cooldownMs, opts.maxCooldownMs ?? cooldownMs);
   const isTransient = opts.isTransient ?? isTransientByCode;
+  const checkResult = opts.checkResult ?? (() => true);
   const eps: Endpoint[] = endpoints.map((e, i) => {
     const { url, weight = 100 } = typeof e === 'string' ? { url: e } : e;
     let host: string;
@@ -159,7 +162,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   }
 
   /** The result of one JSON-RPC reply; throws JsonRpcError (the node's verdict) or TransientError. */
-  function settle(res: Response, body: Reply | undefined): unknown {
+  function settle(res: Response, body: Reply | undefined, method: string): unknown {
     if (body && typeof body === 'object' && body.error && typeof body.error === 'object') {
       const code = typeof body.error.code === 'number' ? body.error.code : -32603;
       const message = String(body.error.message ?? 'unknown JSON-RPC error');
@@ -172,12 +175,18 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
     if (!body || typeof body !== 'object' || !('result' in body)) {
       throw new TransientError('malformed JSON-RPC response');
     }
+    if (!checkResult(method, body.result)) throw new TransientError(`malformed result for ${method}`);
     return body.result;
   }
 
   async function send(ep: Endpoint, method: string, params: JsonRpcParams): Promise<unknown> {
-    const { res, body } = await post(ep, { jsonrpc: '2.0', id: nextId++, method, params });
-    return settle(res, body as Reply);
+    const id = nextId++;
+    const { res, body } = await post(ep, { jsonrpc: '2.0', id, method, params });
+    // An answer to another request (or to none) says nothing about this one.
+    if (res.ok && body && typeof body === 'object' && !Array.isArray(body) && 'id' in body && body.id !== id && body.id !== null) {
+      throw new TransientError('JSON-RPC response answers another request');
+    }
+    return settle(res, body as Reply, method);
   }
 
   /** A batch on one endpoint: deterministic errors per call; a transient one fails the whole batch. */
@@ -189,18 +198,18 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
       calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params ?? [] })),
     );
     if (!Array.isArray(body)) {
-      settle(res, body as Reply);
+      settle(res, body as Reply, '');
       throw new TransientError('malformed JSON-RPC batch response');
     }
     const byId = new Map<number, Reply>();
     for (const reply of body as (Reply & { id?: unknown })[]) {
       if (reply && typeof reply.id === 'number') byId.set(reply.id, reply);
     }
-    return calls.map((_, i) => {
+    return calls.map((call, i) => {
       const reply = byId.get(first + i);
       if (!reply) throw new TransientError('JSON-RPC batch response lacks an answer');
       try {
-        return { ok: true as const, result: settle(res, reply) };
+        return { ok: true as const, result: settle(res, reply, call.method) };
       } catch (e) {
         if (e instanceof JsonRpcError) return { ok: false as const, error: e };
         throw e;

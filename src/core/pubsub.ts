@@ -22,10 +22,29 @@ const serializer = {
     }),
 };
 
-/** Live events: in this process, or through Redis so subscribers on every instance see every event. */
-export function createEvents(redis?: { publish: Redis; subscribe: Redis }): PubSub<Topics> {
+/**
+ * Live events: in this process, or through Redis so subscribers on every instance see every event.
+ * While Redis cannot be reached, an event reaches only this instance's subscribers (and a failed
+ * publish or subscribe is logged): the relay goes on without live events across instances.
+ */
+export function createEvents(redis?: { publish: Redis; subscribe: Redis }, onError: (err: unknown) => void = () => {}): PubSub<Topics> {
   if (!redis) return createPubSub<Topics>();
+  // The event target fires these commands and forgets them; a rejection there would be unhandled.
+  const publishClient = {
+    publish(channel: string, message: string) {
+      if (redis.publish.status !== 'ready') {
+        redis.subscribe.emit('message', channel, message);
+        return Promise.resolve(0);
+      }
+      return redis.publish.publish(channel, message).catch((err) => (onError(err), 0));
+    },
+  } as unknown as Redis;
+  const subscribeClient = {
+    on: (event: string, listener: (...args: any[]) => void) => redis.subscribe.on(event, listener),
+    subscribe: (channel: string) => redis.subscribe.subscribe(channel).catch((err) => (onError(err), 0)),
+    unsubscribe: (channel: string) => redis.subscribe.unsubscribe(channel).catch((err) => (onError(err), 0)),
+  } as unknown as Redis;
   return createPubSub<Topics>({
-    eventTarget: createRedisEventTarget({ publishClient: redis.publish, subscribeClient: redis.subscribe, serializer }),
+    eventTarget: createRedisEventTarget({ publishClient, subscribeClient, serializer }),
   });
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Bucket } from './bucket.js';
+import { memoryBucket, type Bucket } from './bucket.js';
 
 // Refill and take in one atomic step, on Redis' clock, so every instance shares one bucket per caller.
 const TAKE = `
@@ -23,11 +23,29 @@ redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
 return wait
 `;
 
-/** The token bucket of rate-limit.ts, kept in Redis. */
-export function redisBucket(redis: Redis, perSecond: number, burst: number, prefix = 'relayer:rate:'): Bucket {
+/**
+ * The token bucket of rate-limit.ts, kept in Redis. While Redis cannot be reached, each instance
+ * limits on its own bucket (`fallback`, same size and rate) instead of failing the request, and
+ * goes back to the shared one as soon as the connection is ready again.
+ */
+export function redisBucket(
+  redis: Redis,
+  perSecond: number,
+  burst: number,
+  prefix = 'relayer:rate:',
+  fallback: Bucket = memoryBucket(perSecond, burst),
+  onFallback: (err: unknown) => void = () => {},
+): Bucket {
   return {
     async take(key) {
-      return Number(await redis.eval(TAKE, 1, prefix + key, String(perSecond), String(burst)));
+      // Not connected: do not wait in the client's offline queue for a Redis that may be gone for good.
+      if (redis.status !== 'ready') return fallback.take(key);
+      try {
+        return Number(await redis.eval(TAKE, 1, prefix + key, String(perSecond), String(burst)));
+      } catch (err) {
+        onFallback(err);
+        return fallback.take(key);
+      }
     },
   };
 }

@@ -7,6 +7,7 @@ import {
   type RpcLogger,
   type RpcOutcome,
 } from '../jsonrpc.js';
+import { isEvmResultShape } from './results.js';
 
 export { RpcUnavailableError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
 /** A deterministic JSON-RPC error from the node (revert, nonce too low, ...). */
@@ -61,6 +62,7 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     maxCooldownMs: opts.maxCooldownMs ?? 5 * 60_000,
     logger: opts.logger,
     isTransient: isTransientRpcError,
+    checkResult: isEvmResultShape,
     label: 'createEvmRpc',
   });
   const request = <T = unknown>(method: string, params: unknown[] = []) => client.request<T>(method, params);

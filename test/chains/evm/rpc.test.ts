@@ -169,6 +169,36 @@ describe('createEvmRpc', () => {
     expect(blip.hits()).toBe(2);
   });
 
+  it('takes an answer to another request as a failing endpoint, not as the result', async () => {
+    const confused = await track(
+      testServer((_body, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: 987654, result: '0x1' }));
+      }),
+    );
+    const alone = createEvmRpc([{ url: confused.url }], { retries: 0 });
+    expect(await rejection(alone.request('eth_chainId'))).toBeInstanceOf(RpcUnavailableError);
+    const beside = createEvmRpc([{ url: confused.url, weight: 1000 }, { url: anvil.url, weight: 1 }], { retries: 1 });
+    expect(await beside.request('eth_chainId')).toBe('0x7a69');
+  });
+
+  it('takes a result of the wrong shape for its method as a failing endpoint', async () => {
+    const odd = await track(
+      testServer((body, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { unexpected: true } }));
+      }),
+    );
+    const alone = createEvmRpc([{ url: odd.url }], { retries: 0 });
+    expect((await rejection(alone.request('eth_blockNumber'))).message).toMatch(/malformed result for eth_blockNumber/);
+    // Methods whose shape is not known are passed through as they come.
+    expect(await alone.request('web3_clientVersion')).toEqual({ unexpected: true });
+    const beside = createEvmRpc([{ url: odd.url, weight: 1000 }, { url: anvil.url, weight: 1 }], { retries: 1 });
+    expect(await beside.request('eth_chainId')).toBe('0x7a69');
+    const [receipt] = await beside.batch([{ method: 'eth_getTransactionReceipt', params: [`0x${'ab'.repeat(32)}`] }, { method: 'eth_blockNumber' }]);
+    expect(receipt).toEqual({ ok: true, result: null });
+  });
+
   it('picks endpoints by weight and never a weight-0 one while others are healthy', async () => {
     const light = await track(countingProxy(anvil.url));
     const heavy = await track(countingProxy(anvil.url));
