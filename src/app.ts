@@ -44,7 +44,9 @@ export function createApp(rt: Runtime, apiKey: string): App {
     const wantsGraphiQL = isGraphQL && request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
     const token = authenticate(request.headers.get('authorization'), apiKey);
     if (!token && !wantsGraphiQL && !(isRest && rest.isPublic(request))) {
-      return isRest ? rest.unauthorized() : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
+      return isRest
+        ? rest.unauthorized()
+        : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
     const caller = token ? callerKey(token) : 'anonymous';
     return isGraphQL ? yoga.handleRequest(request, { requestId, caller }) : rest.handle(request, { requestId, caller });

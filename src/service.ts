@@ -40,7 +40,7 @@ async function resolveApiKey(env: Env, log: Logger): Promise<string> {
   if (existing.trim().length >= 32) return existing.trim();
   const key = randomBytes(32).toString('base64url');
   await mkdir(env.dataDir, { recursive: true });
-  await writeFile(file, key + '\n', { mode: 0o600 });
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
   // Printed once, on stdout rather than through the logger, which redacts keys.
   process.stdout.write(`\nNo API_KEY set: generated one and saved it to ${file}\n  API key: ${key}\n\n`);
   log.info({ file }, 'generated an API key');
@@ -76,7 +76,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     instanceId: env.instanceId ?? randomUUID(),
     rateLimit: redis
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
-          log.warn({ err }, 'rate limit: Redis command failed; using this instance\'s own bucket'),
+          log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
         )
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),

@@ -1,6 +1,6 @@
 // Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
 import type { RpcEndpoint } from '../config/load.js';
-import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
+import type { Relayer, Transaction } from '../generated/prisma/client.js';
 import { RelayerCheckError } from '../core/errors.js';
 import { saveTransactions, type TransactionPatch } from '../core/transactions/store.js';
 import type { Runtime } from '../core/runtime.js';

@@ -83,7 +83,7 @@ const entryName = (section: string, i: number, raw: unknown) => {
 };
 
 function issues(where: string, error: z.ZodError): string[] {
-  return error.issues.map((i) => `${where}${i.path.length ? '.' + i.path.join('.') : ''}: ${i.message}`);
+  return error.issues.map((i) => `${where}${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`);
 }
 
 const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null | undefined): RpcEndpoint[] =>
@@ -120,7 +120,9 @@ export async function loadConfig(file: string, env: Record<string, string | unde
   if (typeof top.data.networks === 'string') {
     const dir = path.resolve(base, top.data.networks);
     const files = existsSync(dir)
-      ? (await readdir(dir, { withFileTypes: true }).catch(() => null))?.filter((f) => f.isFile() && f.name.endsWith('.json')).map((f) => path.join(dir, f.name)) ?? [dir]
+      ? ((await readdir(dir, { withFileTypes: true }).catch(() => null))
+          ?.filter((f) => f.isFile() && f.name.endsWith('.json'))
+          .map((f) => path.join(dir, f.name)) ?? [dir])
       : null;
     if (!files) problems.push(`networks: directory ${top.data.networks} not found (resolved to ${dir})`);
     for (const f of (files ?? []).sort()) {
@@ -164,7 +166,7 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     }
     return { ...parent, ...Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) };
   };
-  for (const [key, { entry, where }] of parsedNetworks) {
+  for (const [key, { where }] of parsedNetworks) {
     const n = resolveNetwork(key, []) as z.infer<typeof networkEntry> & Record<string, unknown>;
     const rpcUrls = normalizeRpc(n.rpc_urls);
     if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
@@ -245,7 +247,11 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     if (!signers.has(e.signer_id) && !top.data.signers.some((s) => (s as { id?: unknown })?.id === e.signer_id)) {
       problems.push(`${where}.signer_id: unknown signer "${e.signer_id}"`);
     }
-    if (e.notification_id && !notifications.some((n) => n.id === e.notification_id) && !top.data.notifications.some((n) => (n as { id?: unknown })?.id === e.notification_id)) {
+    if (
+      e.notification_id &&
+      !notifications.some((n) => n.id === e.notification_id) &&
+      !top.data.notifications.some((n) => (n as { id?: unknown })?.id === e.notification_id)
+    ) {
       problems.push(`${where}.notification_id: unknown notification "${e.notification_id}"`);
     }
     const policies = parsePolicies(e.network_type, e.policies ?? {});

@@ -9,10 +9,7 @@ export const secret = z.union([
 ]);
 export type Secret = z.infer<typeof secret>;
 
-export const rpcUrl = z.union([
-  z.string().url(),
-  z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict(),
-]);
+export const rpcUrl = z.union([z.string().url(), z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const rpcConfig = z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
 
@@ -40,7 +37,10 @@ export const signerEntry = z
   .object({
     id: z.string().min(1),
     type: z.string().min(1),
-    config: z.object({ path: z.string().min(1), passphrase: secret }).passthrough().optional(),
+    config: z
+      .object({ path: z.string().min(1), passphrase: secret })
+      .passthrough()
+      .optional(),
     path: z.string().min(1).optional(),
     passphrase: secret.optional(),
   })

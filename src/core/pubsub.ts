@@ -30,19 +30,23 @@ const serializer = {
 export function createEvents(redis?: { publish: Redis; subscribe: Redis }, onError: (err: unknown) => void = () => {}): PubSub<Topics> {
   if (!redis) return createPubSub<Topics>();
   // The event target fires these commands and forgets them; a rejection there would be unhandled.
+  const failed = (err: unknown) => {
+    onError(err);
+    return 0;
+  };
   const publishClient = {
     publish(channel: string, message: string) {
       if (redis.publish.status !== 'ready') {
         redis.subscribe.emit('message', channel, message);
         return Promise.resolve(0);
       }
-      return redis.publish.publish(channel, message).catch((err) => (onError(err), 0));
+      return redis.publish.publish(channel, message).catch((err) => failed(err));
     },
   } as unknown as Redis;
   const subscribeClient = {
-    on: (event: string, listener: (...args: any[]) => void) => redis.subscribe.on(event, listener),
-    subscribe: (channel: string) => redis.subscribe.subscribe(channel).catch((err) => (onError(err), 0)),
-    unsubscribe: (channel: string) => redis.subscribe.unsubscribe(channel).catch((err) => (onError(err), 0)),
+    on: (event: string, listener: (...args: unknown[]) => void) => redis.subscribe.on(event, listener),
+    subscribe: (channel: string) => redis.subscribe.subscribe(channel).catch((err) => failed(err)),
+    unsubscribe: (channel: string) => redis.subscribe.unsubscribe(channel).catch((err) => failed(err)),
   } as unknown as Redis;
   return createPubSub<Topics>({
     eventTarget: createRedisEventTarget({ publishClient, subscribeClient, serializer }),

@@ -22,7 +22,11 @@ const LEASE_MARGIN_MS = 5_000;
  * step, the whole batch at once when the family can.
  */
 function startTransactionWorker(rt: Runtime) {
-  const giveBack = (rows: Transaction[], inMs = 0) => releaseTransactions(rt, rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })));
+  const giveBack = (rows: Transaction[], inMs = 0) =>
+    releaseTransactions(
+      rt,
+      rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })),
+    );
   const retryLater = (rows: Transaction[]) => giveBack(rows, 5_000);
   let started = false;
   let handed: Transaction[] = [];

@@ -5,24 +5,22 @@ export const INT64_MAX = (1n << 63n) - 1n;
 
 /** An integer given as a JSON number or bigint (never a string), within [0, max]. */
 export const nonNegativeInt = (max: bigint, label: string) =>
-  z
-    .union([z.number(), z.bigint()], { message: `must be an integer` })
-    .transform((v, ctx) => {
-      if (typeof v === 'number' && !Number.isInteger(v)) {
-        ctx.addIssue({ code: 'custom', message: 'must be an integer' });
-        return z.NEVER;
-      }
-      const n = BigInt(v);
-      if (n < 0n) {
-        ctx.addIssue({ code: 'custom', message: 'must be >= 0' });
-        return z.NEVER;
-      }
-      if (n > max) {
-        ctx.addIssue({ code: 'custom', message: `must fit in ${label}` });
-        return z.NEVER;
-      }
-      return n;
-    });
+  z.union([z.number(), z.bigint()], { message: `must be an integer` }).transform((v, ctx) => {
+    if (typeof v === 'number' && !Number.isInteger(v)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an integer' });
+      return z.NEVER;
+    }
+    const n = BigInt(v);
+    if (n < 0n) {
+      ctx.addIssue({ code: 'custom', message: 'must be >= 0' });
+      return z.NEVER;
+    }
+    if (n > max) {
+      ctx.addIssue({ code: 'custom', message: `must fit in ${label}` });
+      return z.NEVER;
+    }
+    return n;
+  });
 
 export const u128 = nonNegativeInt(U128_MAX, 'u128');
 export const int64 = nonNegativeInt(INT64_MAX, 'int64');
@@ -52,7 +50,10 @@ const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 export function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
     .map((i) => {
-      const path = i.path.reduce<string>((p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : p ? `${p}.${snake(String(seg))}` : snake(String(seg))), prefix);
+      const path = i.path.reduce<string>(
+        (p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : p ? `${p}.${snake(String(seg))}` : snake(String(seg))),
+        prefix,
+      );
       return path ? `${path}: ${i.message}` : i.message;
     })
     .join('; ');

@@ -59,7 +59,12 @@ describe('domain errors', () => {
     const c = fromDomainError(conflict('Notification with this ID already exists', 'id: "n" is taken'));
     expect([c.message, c.extensions]).toEqual(['Notification with this ID already exists', { code: 'CONFLICT', detail: 'id: "n" is taken' }]);
     expect(Object.fromEntries(Object.entries(httpOf).map(([k, v]) => [k, v.status]))).toEqual({
-      BAD_REQUEST: 400, UNAUTHORIZED: 401, NOT_FOUND: 404, CONFLICT: 409, RATE_LIMITED: 429, INTERNAL: 500,
+      BAD_REQUEST: 400,
+      UNAUTHORIZED: 401,
+      NOT_FOUND: 404,
+      CONFLICT: 409,
+      RATE_LIMITED: 429,
+      INTERNAL: 500,
     });
   });
 
@@ -77,7 +82,12 @@ describe('domain errors', () => {
 describe('chain families, listed once', () => {
   it('give the NetworkType enum and the config check their types', () => {
     const e = schema.getType('NetworkType') as unknown as { getValues(): { name: string }[] };
-    expect(e.getValues().map((v) => v.name).sort()).toEqual([...NETWORK_TYPES].sort());
+    expect(
+      e
+        .getValues()
+        .map((v) => v.name)
+        .sort(),
+    ).toEqual([...NETWORK_TYPES].sort());
     const entry = { id: 'r', name: 'r', network: 'n', signer_id: 's' };
     for (const type of NETWORK_TYPES) expect(relayerEntry.safeParse({ ...entry, network_type: type }).success).toBe(true);
     expect(relayerEntry.safeParse({ ...entry, network_type: 'tron' }).success).toBe(false);

@@ -20,7 +20,11 @@ const SEND_PATH = `/api/v1/relayers/${RELAYER}/transactions`;
 const FINAL = ['confirmed', 'failed', 'expired', 'canceled'];
 
 async function rpcCall(stub: StellarRpcStub, method: string, params: object) {
-  const res = await fetch(stub.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(stub.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return ((await res.json()) as any).result;
 }
 
@@ -53,7 +57,8 @@ async function waitRows(instance: Instance, done: (rows: any[]) => boolean, ms =
   for (;;) {
     const rows = await allRows(instance);
     if (done(rows)) return rows;
-    if (Date.now() > until) throw new Error(`timed out; rows: ${JSON.stringify(rows.map((r) => [r.status, r.status_reason]))}\n${instance.output().slice(-3000)}`);
+    if (Date.now() > until)
+      throw new Error(`timed out; rows: ${JSON.stringify(rows.map((r) => [r.status, r.status_reason]))}\n${instance.output().slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -81,7 +86,9 @@ async function setup(db: 'pglite' | 'postgres', cleanup: (() => Promise<unknown>
   await writeFile(
     path.join(dir, 'config.json'),
     JSON.stringify({
-      relayers: [{ id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', policies: {} }],
+      relayers: [
+        { id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', policies: {} },
+      ],
       signers: [localSigner('stellar-key', key.file)],
       notifications: [],
       networks: [{ type: 'stellar', network: 'stellar-local', rpc_urls: [stub.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true }],
@@ -133,54 +140,62 @@ describe.each(await databaseKinds())('stellar: kill -9 at each crash point, then
     while (cleanup.length) await cleanup.pop()!().catch(() => {});
   });
 
-  it.each(POINTS.filter((p) => !p.takeover || db === 'postgres').map((p) => ({ ...p, name: p.takeover ? `${p.point}+takeover` : p.point })))('$name: every accepted transaction confirmed once, sequence numbers contiguous', async ({ point, takeover, outside }) => {
-    const { relayer, dest, stub, env } = await setup(db, cleanup);
-    const destBefore = stub.account(dest.publicKey())!.balance;
+  it.each(POINTS.filter((p) => !p.takeover || db === 'postgres').map((p) => ({ ...p, name: p.takeover ? `${p.point}+takeover` : p.point })))(
+    '$name: every accepted transaction confirmed once, sequence numbers contiguous',
+    async ({ point, takeover, outside }) => {
+      const { relayer, dest, stub, env } = await setup(db, cleanup);
+      const destBefore = stub.account(dest.publicKey())!.balance;
 
-    const armed = await startArmed(env, point);
-    cleanup.push(() => armed.kill());
-    const accepted = new Map<string, bigint>();
-    if (outside) {
-      // A first payment sets the relayer's counter from the chain; then the account is used
-      // elsewhere, and the next numbers the counter hands out are already taken on chain.
-      const first = sendPayments(armed, dest.publicKey(), 1, 900);
-      await first.done;
-      for (const [id, v] of first.accepted) accepted.set(id, v);
-      await waitRows(armed, (rs) => rs.length === 1 && rs[0].status === 'confirmed', 30_000);
-      await useOutside(stub, relayer, dest.publicKey(), outside);
-    }
-    const sent = sendPayments(armed, dest.publicKey(), 6);
-    const done = sent.done.then(() => {
-      for (const [id, v] of sent.accepted) accepted.set(id, v);
-    });
-    await armed.crashed;
-    await done;
-    expect(accepted.size).toBeGreaterThan(0);
+      const armed = await startArmed(env, point);
+      cleanup.push(() => armed.kill());
+      const accepted = new Map<string, bigint>();
+      if (outside) {
+        // A first payment sets the relayer's counter from the chain; then the account is used
+        // elsewhere, and the next numbers the counter hands out are already taken on chain.
+        const first = sendPayments(armed, dest.publicKey(), 1, 900);
+        await first.done;
+        for (const [id, v] of first.accepted) accepted.set(id, v);
+        await waitRows(armed, (rs) => rs.length === 1 && rs[0].status === 'confirmed', 30_000);
+        await useOutside(stub, relayer, dest.publicKey(), outside);
+      }
+      const sent = sendPayments(armed, dest.publicKey(), 6);
+      const done = sent.done.then(() => {
+        for (const [id, v] of sent.accepted) accepted.set(id, v);
+      });
+      await armed.crashed;
+      await done;
+      expect(accepted.size).toBeGreaterThan(0);
 
-    const instance = await startInstance(takeover ? { ...env, INSTANCE_ID: 'faults-other' } : env);
-    cleanup.push(() => instance.stop());
-    const rows = await waitRows(instance, (rs) => rs.length > 0 && rs.every((r) => FINAL.includes(r.status)), 90_000);
+      const instance = await startInstance(takeover ? { ...env, INSTANCE_ID: 'faults-other' } : env);
+      cleanup.push(() => instance.stop());
+      const rows = await waitRows(instance, (rs) => rs.length > 0 && rs.every((r) => FINAL.includes(r.status)), 90_000);
 
-    for (const [id] of accepted) expect(rows.find((r) => r.id === id), `${id}`).toMatchObject({ status: 'confirmed', sent_at: expect.any(String) });
-    expect(rows.map((r) => [r.status, r.status_reason])).toEqual(rows.map(() => ['confirmed', null]));
-    // Sequence numbers: the chain's are contiguous, the rows' are the chain's but for the outside ones.
-    expect(stub.account(relayer.publicKey())!.sequence).toBe(START_SEQ + BigInt(outside + rows.length));
-    const applied = stub.applied().filter((a) => a.source === relayer.publicKey());
-    expect(applied.map((a) => a.sequence)).toEqual(applied.map((_, i) => START_SEQ + 1n + BigInt(i)));
-    const amounts = applied.map((a) => stroopsOf((TransactionBuilder.fromXDR(a.envelopeXdr, PASSPHRASE) as any).operations[0].amount));
-    const sequences = rows.map((r) => BigInt(r.sequence_number)).sort((a, b) => (a < b ? -1 : 1));
-    expect(sequences).toEqual(applied.filter((_, i) => amounts[i] !== 1n).map((a) => a.sequence));
-    // On chain: each row's hash applied at its sequence number, each payment amount applied once.
-    expect(amounts.filter((v) => v === 1n)).toHaveLength(outside);
-    expect(new Set(amounts.filter((v) => v !== 1n)).size).toBe(rows.length);
-    for (const r of rows) expect(applied.find((a) => a.hash === r.hash)?.sequence).toBe(BigInt(r.sequence_number));
-    // Each accepted payment is the one applied under its row's hash.
-    const amountOf = (hash: string) => amounts[applied.findIndex((a) => a.hash === hash)];
-    for (const [id, stroops] of accepted) expect(amountOf(rows.find((r) => r.id === id).hash)).toBe(stroops);
-    // The recipient got exactly the outside payments and one of each row's.
-    const paid = rows.reduce((sum, r) => sum + amountOf(r.hash), 0n);
-    expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + BigInt(outside) + paid);
-  }, 150_000);
+      for (const [id] of accepted)
+        expect(
+          rows.find((r) => r.id === id),
+          `${id}`,
+        ).toMatchObject({ status: 'confirmed', sent_at: expect.any(String) });
+      expect(rows.map((r) => [r.status, r.status_reason])).toEqual(rows.map(() => ['confirmed', null]));
+      // Sequence numbers: the chain's are contiguous, the rows' are the chain's but for the outside ones.
+      expect(stub.account(relayer.publicKey())!.sequence).toBe(START_SEQ + BigInt(outside + rows.length));
+      const applied = stub.applied().filter((a) => a.source === relayer.publicKey());
+      expect(applied.map((a) => a.sequence)).toEqual(applied.map((_, i) => START_SEQ + 1n + BigInt(i)));
+      const amounts = applied.map((a) => stroopsOf((TransactionBuilder.fromXDR(a.envelopeXdr, PASSPHRASE) as any).operations[0].amount));
+      const sequences = rows.map((r) => BigInt(r.sequence_number)).sort((a, b) => (a < b ? -1 : 1));
+      expect(sequences).toEqual(applied.filter((_, i) => amounts[i] !== 1n).map((a) => a.sequence));
+      // On chain: each row's hash applied at its sequence number, each payment amount applied once.
+      expect(amounts.filter((v) => v === 1n)).toHaveLength(outside);
+      expect(new Set(amounts.filter((v) => v !== 1n)).size).toBe(rows.length);
+      for (const r of rows) expect(applied.find((a) => a.hash === r.hash)?.sequence).toBe(BigInt(r.sequence_number));
+      // Each accepted payment is the one applied under its row's hash.
+      const amountOf = (hash: string) => amounts[applied.findIndex((a) => a.hash === hash)];
+      for (const [id, stroops] of accepted) expect(amountOf(rows.find((r) => r.id === id).hash)).toBe(stroops);
+      // The recipient got exactly the outside payments and one of each row's.
+      const paid = rows.reduce((sum, r) => sum + amountOf(r.hash), 0n);
+      expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + BigInt(outside) + paid);
+    },
+    150_000,
+  );
 
   it('a transaction whose landing is past the RPC history is held and reported, never sent again', async () => {
     const { relayer, dest, stub, env } = await setup(db, cleanup);

@@ -5,7 +5,7 @@ import { emitTransactionUpdate } from '../../src/core/notifications/events.js';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
 import { publishTransaction, saveTransactions } from '../../src/core/transactions/store.js';
 import type { Runtime } from '../../src/core/runtime.js';
-import { API_KEY, DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Received } from './receiver.js';
 
 export { subscribe } from '../support/subscribe.js';
@@ -85,4 +85,3 @@ export function hookedService() {
 /** Statuses a receiver saw for one transaction, in arrival order. */
 export const statusesFor = (received: Received[], txId: string) =>
   received.filter((r) => r.body?.event === 'transaction_update' && r.body.payload.id === txId).map((r) => r.body.payload.status as string);
-

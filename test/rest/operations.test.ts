@@ -91,7 +91,9 @@ describe('REST operations', () => {
     for (const c of compiled) {
       const r = c.route;
       const where = `${r.method} ${r.path}`;
-      const vars = new Map(operation(r.document).variableDefinitions!.map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]));
+      const vars = new Map(
+        operation(r.document).variableDefinitions!.map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]),
+      );
       const provided = new Set<string>();
       const use = (name: string, json: JsonType, label: string) => {
         provided.add(name);
@@ -164,13 +166,16 @@ describe('OpenAPI document', () => {
     const walk = (v: unknown) => {
       if (Array.isArray(v)) v.forEach(walk);
       else if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) (k === '$ref' ? refs.push(x as string) : walk(x));
+        for (const [k, x] of Object.entries(v)) k === '$ref' ? refs.push(x as string) : walk(x);
       }
     };
     walk(doc);
     expect(refs.length).toBeGreaterThan(20);
     for (const ref of refs) {
-      const target = ref.replace(/^#\//, '').split('/').reduce((o: any, k) => o?.[k], doc);
+      const target = ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((o: any, k) => o?.[k], doc);
       expect(target, ref).toBeDefined();
     }
   });

@@ -5,7 +5,12 @@ import type { SignatureStatus } from '../../src/chains/solana/rpc.js';
 
 const first: SolanaSigning = { signature: 'sig-1', blockhash: 'bh-1', lastValidBlockHeight: '100' };
 const second: SolanaSigning = { signature: 'sig-2', blockhash: 'bh-2', lastValidBlockHeight: '250' };
-const st = (confirmationStatus: SignatureStatus['confirmationStatus'], err: unknown = null, slot = 77): SignatureStatus => ({ slot, confirmations: null, err, confirmationStatus });
+const st = (confirmationStatus: SignatureStatus['confirmationStatus'], err: unknown = null, slot = 77): SignatureStatus => ({
+  slot,
+  confirmations: null,
+  err,
+  confirmationStatus,
+});
 
 describe('solanaVerdict', () => {
   it('may re-sign only once the finalized height is past every signing’s lastValidBlockHeight and none is on chain', () => {
@@ -16,7 +21,10 @@ describe('solanaVerdict', () => {
 
   it('never re-signs without the block height, nor a durable-nonce transaction', () => {
     expect(solanaVerdict([first], [null], null)).toMatchObject({ kind: 'open' });
-    expect(solanaVerdict([{ ...first, lastValidBlockHeight: null }], [null], 10_000n)).toMatchObject({ kind: 'open', reason: expect.stringMatching(/durable nonce/) });
+    expect(solanaVerdict([{ ...first, lastValidBlockHeight: null }], [null], 10_000n)).toMatchObject({
+      kind: 'open',
+      reason: expect.stringMatching(/durable nonce/),
+    });
   });
 
   it('finds an earlier signing on chain, whatever the height', () => {

@@ -10,8 +10,19 @@ import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/core/worker.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
-import { expectBadRequest, keystores, localSigner, send, SIGNING_KEY, startReceiver, subscribe, waitFor, waitForStatus, xSignatureValid } from '../stellar/support.js';
+import { startSolanaRpc } from '../support/solana-rpc.js';
+import {
+  expectBadRequest,
+  keystores,
+  localSigner,
+  send,
+  SIGNING_KEY,
+  startReceiver,
+  subscribe,
+  waitFor,
+  waitForStatus,
+  xSignatureValid,
+} from '../stellar/support.js';
 import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, party, setComputeUnitLimit, SOL, transferSol, type Party } from './support.js';
 
 const RELAYER = 'solana-relayer';
@@ -40,7 +51,16 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
     workers: opts.workers,
     config: () => ({
       relayers: [
-        { id: RELAYER, name: 'Solana relayer', network: 'solana-local', network_type: 'solana', paused: false, signer_id: 'solana-key', notification_id: opts.hooks ? 'hooks' : null, policies: {} },
+        {
+          id: RELAYER,
+          name: 'Solana relayer',
+          network: 'solana-local',
+          network_type: 'solana',
+          paused: false,
+          signer_id: 'solana-key',
+          notification_id: opts.hooks ? 'hooks' : null,
+          policies: {},
+        },
       ],
       signers: [localSigner('solana-key', key.file)],
       notifications: opts.hooks ? [{ id: 'hooks', type: 'webhook', url: opts.hooks, signing_key: { type: 'plain', value: SIGNING_KEY } }] : [],
@@ -133,18 +153,32 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
       expect(done.recent_blockhash).not.toBe(old);
       expect(done.recent_blockhash).not.toBe(NO_BLOCKHASH);
       const q = await svc.gql(`query($id: ID!) { transaction(id: $id) { status hash hashes networkData } }`, { id });
-      expect(q.data.transaction).toMatchObject({ status: 'confirmed', hashes: [done.hash], networkData: { signature: done.hash, recent_blockhash: done.recent_blockhash } });
+      expect(q.data.transaction).toMatchObject({
+        status: 'confirmed',
+        hashes: [done.hash],
+        networkData: { signature: done.hash, recent_blockhash: done.recent_blockhash },
+      });
     }
   });
 
   it('refuses transactions it must not sign with a 400 naming the rule, and records nothing', async () => {
-    const countOf = async () => ((await (await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?per_page=1`)).json()) as any).pagination.total_items;
+    const countOf = async () =>
+      ((await (await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?per_page=1`)).json()) as any).pagination.total_items;
     const before = await countOf();
     const stranger = await party();
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ transaction: await buildTx(s.user.address, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash(), [s.user.keyPair]) }, new RegExp(`transaction: fee payer must be the relayer ${s.relayer}`)],
-      [{ transaction: await buildTx(s.relayer, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash()) }, /transaction: missing signature of required signer/],
-      [{ transaction: await buildTx(s.relayer, [transferSol(s.relayer, stranger.address, SOL)], s.latestBlockhash()) }, /policy relayer_account: instruction 0 .* uses the relayer's account/],
+      [
+        { transaction: await buildTx(s.user.address, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash(), [s.user.keyPair]) },
+        new RegExp(`transaction: fee payer must be the relayer ${s.relayer}`),
+      ],
+      [
+        { transaction: await buildTx(s.relayer, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash()) },
+        /transaction: missing signature of required signer/,
+      ],
+      [
+        { transaction: await buildTx(s.relayer, [transferSol(s.relayer, stranger.address, SOL)], s.latestBlockhash()) },
+        /policy relayer_account: instruction 0 .* uses the relayer's account/,
+      ],
       [{ transaction: 'not base64!' }, /transaction: must be a base64 string/],
       [{ transaction: 'AAAA' }, /transaction: is not a valid Solana wire transaction/],
       [{}, /transaction: required/],
@@ -179,7 +213,12 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
       expect((await patch({ allowed_programs: ['not-an-address'] })).status).toBe(400);
       expect((await patch({ gas_price_cap: 1 })).status).toBe(400);
       // Within every limit it goes through.
-      const within = await patch({ allowed_programs: ['11111111111111111111111111111111'], max_signatures: 2, max_allowed_fee_lamports: 10_000, min_balance: 1_000_000 });
+      const within = await patch({
+        allowed_programs: ['11111111111111111111111111111111'],
+        max_signatures: 2,
+        max_allowed_fee_lamports: 10_000,
+        min_balance: 1_000_000,
+      });
       expect(within.status).toBe(200);
       const r = await send(svc, RELAYER, { transaction: await s.userTransfer(SOL / 100n) });
       expect(r.status, JSON.stringify(r.json)).toBe(200);
@@ -224,7 +263,8 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   const row = (id: string) => s.svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
   // As the worker does: take the row's lease, then advance it one step.
   const step = async (id: string) => {
-    if ((await row(id)).leaseOwner !== s.svc.rt.instanceId) expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    if ((await row(id)).leaseOwner !== s.svc.rt.instanceId)
+      expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
     await familyOf('solana')!.process(s.svc.rt, await row(id));
   };
 

@@ -13,17 +13,31 @@ describe('attributeSequence', () => {
   it('a used number whose transaction was not found proves nothing', () => {
     const a = attributeSequence({ n: 10n, chainSequence: 12n, recorded: null, signings: OURS });
     expect(a).toMatchObject({ kind: 'unproven' });
-    expect((a as { reason: string }).reason).toMatch(/sequence number 10 is used on chain \(the account is at 12\), but the transaction that used it was not found/);
+    expect((a as { reason: string }).reason).toMatch(
+      /sequence number 10 is used on chain \(the account is at 12\), but the transaction that used it was not found/,
+    );
   });
 
   it('is ours when the recorded transaction is any of our signings, the first or a later one, or wraps one in a fee bump', () => {
-    expect(attributeSequence({ n: 10n, chainSequence: 10n, recorded: { hash: OURS[0], innerHash: OURS[0] }, signings: OURS })).toEqual({ kind: 'ours', hash: OURS[0] });
-    expect(attributeSequence({ n: 10n, chainSequence: 11n, recorded: { hash: OURS[1].toUpperCase(), innerHash: OURS[1] }, signings: OURS })).toEqual({ kind: 'ours', hash: OURS[1] });
-    expect(attributeSequence({ n: 10n, chainSequence: 11n, recorded: { hash: OTHER, innerHash: OURS[1] }, signings: OURS })).toEqual({ kind: 'ours', hash: OURS[1] });
+    expect(attributeSequence({ n: 10n, chainSequence: 10n, recorded: { hash: OURS[0], innerHash: OURS[0] }, signings: OURS })).toEqual({
+      kind: 'ours',
+      hash: OURS[0],
+    });
+    expect(attributeSequence({ n: 10n, chainSequence: 11n, recorded: { hash: OURS[1].toUpperCase(), innerHash: OURS[1] }, signings: OURS })).toEqual({
+      kind: 'ours',
+      hash: OURS[1],
+    });
+    expect(attributeSequence({ n: 10n, chainSequence: 11n, recorded: { hash: OTHER, innerHash: OURS[1] }, signings: OURS })).toEqual({
+      kind: 'ours',
+      hash: OURS[1],
+    });
   });
 
   it('is another transaction when the recorded one is none of our signings', () => {
-    expect(attributeSequence({ n: 10n, chainSequence: 15n, recorded: { hash: OTHER, innerHash: OTHER }, signings: OURS })).toEqual({ kind: 'other', hash: OTHER });
+    expect(attributeSequence({ n: 10n, chainSequence: 15n, recorded: { hash: OTHER, innerHash: OTHER }, signings: OURS })).toEqual({
+      kind: 'other',
+      hash: OTHER,
+    });
   });
 });
 

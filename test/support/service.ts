@@ -104,13 +104,13 @@ export async function startTestService(
 
   function wrap(service: Service): TestService {
     const request = (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) =>
-    service.app.fetch(
-      new Request(`http://relayer.test${urlPath}`, {
-        method,
-        headers: { authorization: `Bearer ${service.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      }),
-    );
+      service.app.fetch(
+        new Request(`http://relayer.test${urlPath}`, {
+          method,
+          headers: { authorization: `Bearer ${service.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+          body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+        }),
+      );
     return {
       ...service,
       dir,

@@ -8,7 +8,7 @@ import {
   Keypair,
   SorobanDataBuilder,
   StrKey,
-  Transaction,
+  type Transaction,
   TransactionBuilder,
   xdr,
 } from '@stellar/stellar-sdk';
@@ -151,9 +151,7 @@ export async function startStellarRpc(opts: {
       if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
       const innerArm = checkInner(inner, at, pendingFrom(inner.source));
       if (innerArm) {
-        const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[
-          innerArm.switch().name
-        ]();
+        const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[innerArm.switch().name]();
         return txResult(fee, innerFailed(inner.hash(), 0n, asInner));
       }
       return null;
@@ -178,7 +176,8 @@ export async function startStellarRpc(opts: {
         const to = baseAccount(op.destination);
         const amount = amountToStroops(op.amount);
         let res: xdr.PaymentResult;
-        if (!op.asset.isNative()) res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
+        if (!op.asset.isNative())
+          res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
         else if (bal(to) === undefined) res = xdr.PaymentResult.paymentNoDestination();
         else if ((bal(from) ?? 0n) - amount < BASE_RESERVE) res = xdr.PaymentResult.paymentUnderfunded();
         else {
@@ -404,7 +403,10 @@ export async function startStellarRpc(opts: {
     }
     const size = fn.toXDR().length;
     const resourceFee = 20_000n + BigInt(size) * 10n;
-    const data = new SorobanDataBuilder().setResources(2_000_000, 2_000 + size, 1_000 + size).setResourceFee(resourceFee).build();
+    const data = new SorobanDataBuilder()
+      .setResources(2_000_000, 2_000 + size, 1_000 + size)
+      .setResourceFee(resourceFee)
+      .build();
     return {
       transactionData: data.toXDR('base64'),
       minResourceFee: resourceFee.toString(),

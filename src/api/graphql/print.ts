@@ -4,4 +4,4 @@ import { schema } from './schema.js';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../../../schema/schema.graphql', import.meta.url));
 
-export const printedSchema = () => printSchema(lexicographicSortSchema(schema)) + '\n';
+export const printedSchema = () => `${printSchema(lexicographicSortSchema(schema))}\n`;

@@ -106,7 +106,8 @@ builder.mutationFields((t) => ({
   replaceTransaction: t.prismaField({
     type: 'Transaction',
     directives: RATE_LIMITED,
-    description: 'Replaces the payload of a transaction that is not mined yet; the new one goes out at the same nonce with fees at least 10% above the last broadcast.',
+    description:
+      'Replaces the payload of a transaction that is not mined yet; the new one goes out at the same nonce with fees at least 10% above the last broadcast.',
     args: {
       relayerId: t.arg.id({ required: true }),
       id: t.arg.id({ required: true }),

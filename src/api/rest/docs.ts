@@ -6,6 +6,7 @@ type Doc = {
   info: { title: string; description: string };
   paths: Record<string, Record<string, Op>>;
   tags: { name: string }[];
+  // biome-ignore lint/suspicious/noExplicitAny: the page reads the generated OpenAPI document's response objects as they come.
   components: { schemas: Record<string, JsonSchema>; responses: Record<string, { description: string; 'x-status': number; content?: any }> };
 };
 type Op = {
@@ -15,6 +16,7 @@ type Op = {
   tags: string[];
   parameters?: { name: string; in: string; required: boolean; description?: string; schema: JsonSchema }[];
   requestBody?: { content: { 'application/json': { schema: JsonSchema; example?: unknown } } };
+  // biome-ignore lint/suspicious/noExplicitAny: as above.
   responses: Record<string, any>;
 };
 
@@ -47,7 +49,8 @@ function fieldsTable(schema: JsonSchema, doc: Doc): string {
   const props = (schema.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((schema.required ?? []) as string[]);
   const rows = Object.entries(props).map(
-    ([name, s]) => `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' <em>required</em>' : ''}</td><td>${typeName(s, doc)}</td><td>${text(s.description)}</td></tr>`,
+    ([name, s]) =>
+      `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' <em>required</em>' : ''}</td><td>${typeName(s, doc)}</td><td>${text(s.description)}</td></tr>`,
   );
   return rows.length ? `<table><tr><th>Field</th><th>Type</th><th>Notes</th></tr>${rows.join('')}</table>` : '';
 }
@@ -63,7 +66,10 @@ function operation(path: string, method: string, op: Op, doc: Doc): string {
   return `<section class="op" id="${esc(op.operationId)}">
 <h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${esc(path)}</code></h3>
 <p><strong>${esc(op.summary)}</strong></p>
-${(op.description ?? '').split('\n\n').map((p) => `<p>${text(p)}</p>`).join('\n')}
+${(op.description ?? '')
+  .split('\n\n')
+  .map((p) => `<p>${text(p)}</p>`)
+  .join('\n')}
 ${params.length ? `<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Type</th><th>Notes</th></tr>${params.map((p) => `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <em>required</em>' : ''}</td><td>${esc(p.in)}</td><td>${typeName(p.schema, doc)}</td><td>${text(p.description)}</td></tr>`).join('')}</table>` : ''}
 ${body ? `<h4>Body</h4>${shapes.length ? shapes.map((n) => `<p><strong>${esc(n)}</strong>: ${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`).join('') : fieldsTable(body.schema, doc)}` : ''}
 <h4>Response</h4>
@@ -82,9 +88,13 @@ export function docsPage(doc: Doc): string {
       return mine.length ? `<h2 id="tag-${esc(t.name)}">${esc(t.name)}</h2>${mine.map((o) => operation(o.path, o.method, o.op, doc)).join('\n')}` : '';
     })
     .join('\n');
-  const toc = ops.map((o) => `<li><a href="#${esc(o.op.operationId)}"><span class="m ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`).join('');
+  const toc = ops
+    .map((o) => `<li><a href="#${esc(o.op.operationId)}"><span class="m ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`)
+    .join('');
   // The policy objects the document spells out (one per chain family that has one).
-  const policies = ((doc.components.schemas.RelayerPolicies?.oneOf ?? []) as JsonSchema[]).flatMap((s) => (typeof s.$ref === 'string' ? [s.$ref.split('/').pop()!] : []));
+  const policies = ((doc.components.schemas.RelayerPolicies?.oneOf ?? []) as JsonSchema[]).flatMap((s) =>
+    typeof s.$ref === 'string' ? [s.$ref.split('/').pop()!] : [],
+  );
   const records = ['Transaction', 'Relayer', 'Notification', 'RpcConfig', ...policies, 'Pagination']
     .map((n) => `<h3 id="schema-${n}">${n}</h3><p>${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`)
     .join('\n');

@@ -1,12 +1,21 @@
 import { getDirective } from '@graphql-tools/utils';
-import { GraphQLError, GraphQLSchema, isEnumType, print, validate, type DocumentNode, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
+import {
+  type GraphQLError,
+  type GraphQLSchema,
+  isEnumType,
+  print,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Context } from '../graphql/context.js';
 import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
 import type { Runtime } from '../../core/runtime.js';
 import { docsPage } from './docs.js';
-import { fail, json, ok } from './envelope.js';
+import { fail, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
@@ -94,8 +103,7 @@ function match(compiled: CompiledRoute[], segments: string[]) {
 }
 
 const MAX_ISSUES = 20;
-const describe = (issues: string[]) =>
-  issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
+const describe = (issues: string[]) => issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
 
 /** A GraphQL error as the spec's error envelope: status and message by extensions.code (status.ts). */
 export function errorResponse(error: GraphQLError): Response {

@@ -61,12 +61,28 @@ const envelope = (data: JsonSchema, list: boolean): JsonSchema => ({
 
 // The documented error responses by status (the statuses and spec messages come from status.ts).
 const ERRORS: Record<number, { name: string; message: string; description: string }> = {
-  400: { name: 'BadRequest', message: httpOf.BAD_REQUEST.message!, description: 'Invalid request: `error` names the field and the reason. Nothing was changed.' },
+  400: {
+    name: 'BadRequest',
+    message: httpOf.BAD_REQUEST.message!,
+    description: 'Invalid request: `error` names the field and the reason. Nothing was changed.',
+  },
   401: { name: 'Unauthorized', message: httpOf.UNAUTHORIZED.message!, description: 'Missing, malformed or wrong bearer token.' },
-  404: { name: 'NotFound', message: 'Relayer with ID my-relayer not found', description: 'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`) or transaction.' },
+  404: {
+    name: 'NotFound',
+    message: 'Relayer with ID my-relayer not found',
+    description: 'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`) or transaction.',
+  },
   405: { name: 'MethodNotAllowed', message: 'Method Not Allowed', description: 'The path exists but not with this method; see the Allow header.' },
-  409: { name: 'Conflict', message: 'Notification with this ID already exists', description: 'The resource already exists, or an Idempotency-Key was reused with another body.' },
-  429: { name: 'TooManyRequests', message: httpOf.RATE_LIMITED.message!, description: "The caller's request budget is spent; retry after Retry-After seconds." },
+  409: {
+    name: 'Conflict',
+    message: 'Notification with this ID already exists',
+    description: 'The resource already exists, or an Idempotency-Key was reused with another body.',
+  },
+  429: {
+    name: 'TooManyRequests',
+    message: httpOf.RATE_LIMITED.message!,
+    description: "The caller's request budget is spent; retry after Retry-After seconds.",
+  },
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
@@ -77,7 +93,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
     const parameters: JsonSchema[] = [
       ...Object.entries(r.pathParams).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: { type: 'string' } })),
       ...Object.entries(r.query ?? {}).map(([name, f]) => ({ name, in: 'query', required: false, description: f.description, schema: typeSchema(f.type) })),
-      ...Object.entries(r.headers ?? {}).map(([name, f]) => ({ name: headerCase(name), in: 'header', required: false, description: f.description, schema: typeSchema(f.type) })),
+      ...Object.entries(r.headers ?? {}).map(([name, f]) => ({
+        name: headerCase(name),
+        in: 'header',
+        required: false,
+        description: f.description,
+        schema: typeSchema(f.type),
+      })),
     ];
     const statuses = [400, 401, ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
@@ -134,7 +156,11 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
         ...Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }])),
         ...Object.fromEntries(
           compiled
-            .flatMap((c) => Object.entries(c.route.body?.shapes ?? {}).map(([name, s]) => [name, { description: s.description, ...objectSchema(c.route.body!.fields, s.fields, s.required) }] as const))
+            .flatMap((c) =>
+              Object.entries(c.route.body?.shapes ?? {}).map(
+                ([name, s]) => [name, { description: s.description, ...objectSchema(c.route.body!.fields, s.fields, s.required) }] as const,
+              ),
+            )
             .filter(([name], i, all) => all.findIndex(([n]) => n === name) === i),
         ),
         Metadata: {
@@ -162,7 +188,9 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
           {
             description: e.description,
             'x-status': Number(status),
-            ...(e.name === 'TooManyRequests' ? { headers: { 'Retry-After': { description: 'Seconds until a request is allowed again.', schema: { type: 'integer' } } } } : {}),
+            ...(e.name === 'TooManyRequests'
+              ? { headers: { 'Retry-After': { description: 'Seconds until a request is allowed again.', schema: { type: 'integer' } } } }
+              : {}),
             ...(e.name === 'MethodNotAllowed' ? { headers: { Allow: { schema: { type: 'string' } } } } : {}),
             content: {
               'application/json': {

@@ -1,9 +1,4 @@
-import type {
-  RestNotificationFragment,
-  RestPaginationFragment,
-  RestRelayerFragment,
-  RestTransactionFragment,
-} from '../../generated/graphql.js';
+import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
 import { FAMILIES, isNetworkType, specOf } from '../../chains/families.js';
 import type { FamilySpec, RecordColumn } from '../../core/family.js';
 
@@ -105,7 +100,9 @@ const relayerShape: Shape<Rl> = {
  * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
  * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
  */
-const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(FAMILIES.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])));
+const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(
+  FAMILIES.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])),
+);
 
 function jsonInteger(v: unknown): unknown {
   if (typeof v !== 'string' || !/^\d+$/.test(v)) return v;
@@ -135,8 +132,7 @@ export const notificationRecord = (n: RestNotificationFragment) => pick(notifica
 
 export const paginationRecord = (p: RestPaginationFragment) => ({ current_page: p.currentPage, per_page: p.perPage, total_items: p.totalItems });
 
-const properties = <T>(...shapes: Shape<T>[]) =>
-  Object.fromEntries(shapes.flatMap((s) => Object.entries(s).map(([k, o]) => [k, o.schema])));
+const properties = <T>(...shapes: Shape<T>[]) => Object.fromEntries(shapes.flatMap((s) => Object.entries(s).map(([k, o]) => [k, o.schema])));
 
 /** "A", "A or B", "A, B or C". */
 export const orList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`);
@@ -151,7 +147,10 @@ const txFamilyFields: Shape<Tx> = Object.fromEntries(FAMILIES.flatMap((f) => f.r
 const documentedPolicies = FAMILIES.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
 const otherPolicies = FAMILIES.filter((f) => !f.policy.document).map((f) => f.label);
 /** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
-export const policyKinds = [...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`), ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : [])].join(', or ');
+export const policyKinds = [
+  ...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`),
+  ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : []),
+].join(', or ');
 
 /** JSON Schemas of the records, for the OpenAPI document's components. */
 export const recordSchemas: Record<string, JsonSchema> = {

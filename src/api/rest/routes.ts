@@ -29,6 +29,7 @@ export interface Output {
   pagination?: { current_page: number; per_page: number; total_items: number };
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a route table holds routes of every operation's data type.
 export interface Route<TData = any> {
   /** OpenAPI operationId. */
   id: string;
@@ -40,6 +41,7 @@ export interface Route<TData = any> {
   description?: string;
   /** The section of the interface spec the route implements; absent for routes beyond it. */
   spec?: string;
+  // biome-ignore lint/suspicious/noExplicitAny: each operation has its own variables type.
   document: TypedDocumentNode<TData, any> | DocumentNode;
   /** The mutation or query field this route needs, so it is offered only when the schema has it. */
   field: { type: 'Query' | 'Mutation'; name: string };
@@ -127,7 +129,7 @@ export const routes: Route[] = [
     tag: 'Relayers',
     summary: 'Update a relayer',
     description:
-      'Every field is optional. `policies` updates the policy fields it names (null clears them all); `notification_id: null` detaches the notification; `custom_rpc_urls: null` returns to the network\'s RPC URLs. A request with any invalid field changes nothing.',
+      "Every field is optional. `policies` updates the policy fields it names (null clears them all); `notification_id: null` detaches the notification; `custom_rpc_urls: null` returns to the network's RPC URLs. A request with any invalid field changes nothing.",
     spec: '4.3',
     document: RestUpdateRelayerDocument,
     field: { type: 'Mutation', name: 'updateRelayer' },
@@ -158,8 +160,7 @@ export const routes: Route[] = [
     path: '/api/v1/relayers/{relayer_id}/transactions',
     tag: 'Transactions',
     summary: 'Send a transaction through a relayer',
-    description:
-      `The body shape follows the relayer's network type: ${shapesByType}. Fields of another shape are refused. With an \`Idempotency-Key\` header, a retry with the same key and body returns the first transaction; the same key with another body is a 409.`,
+    description: `The body shape follows the relayer's network type: ${shapesByType}. Fields of another shape are refused. With an \`Idempotency-Key\` header, a retry with the same key and body returns the first transaction; the same key with another body is a 409.`,
     spec: '4.1',
     document: RestSendTransactionDocument,
     field: { type: 'Mutation', name: 'sendTransaction' },

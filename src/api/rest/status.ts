@@ -7,7 +7,7 @@ import type { ErrorCode } from '../graphql/errors.js';
 
 export type { ErrorCode };
 
-export const httpOf: Record<ErrorCode, { status: number; /** null: the error's own message (it names the resource). */ message: string | null }> = {
+export const httpOf: Record<ErrorCode, { status: number /** null: the error's own message (it names the resource). */; message: string | null }> = {
   BAD_REQUEST: { status: 400, message: 'Bad Request' },
   UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
   NOT_FOUND: { status: 404, message: null },

@@ -100,14 +100,21 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
     try {
       [balance, price] = await Promise.all([
         ctx.rpc.request<Hex>('eth_getBalance', [relayer.address, 'pending']).then(BigInt),
-        requestFees(ctx, { gasPrice: req.gasPrice?.toString(), maxFeePerGas: req.maxFeePerGas?.toString(), maxPriorityFeePerGas: req.maxPriorityFeePerGas?.toString(), speed }).then(maxPricePerGas),
+        requestFees(ctx, {
+          gasPrice: req.gasPrice?.toString(),
+          maxFeePerGas: req.maxFeePerGas?.toString(),
+          maxPriorityFeePerGas: req.maxPriorityFeePerGas?.toString(),
+          speed,
+        }).then(maxPricePerGas),
       ]);
     } catch {
       throw unavailable("min_balance: the relayer's balance cannot be read right now (network unreachable); try again");
     }
     const after = balance - req.value - (gasLimit ?? TRANSFER_GAS) * price;
     if (after < policy.min_balance) {
-      throw invalid(`min_balance: the relayer's balance after this transaction (${fmt(after < 0n ? 0n : after)}) would fall below its min_balance policy of ${fmt(policy.min_balance)}`);
+      throw invalid(
+        `min_balance: the relayer's balance after this transaction (${fmt(after < 0n ? 0n : after)}) would fall below its min_balance policy of ${fmt(policy.min_balance)}`,
+      );
     }
   }
 

@@ -39,15 +39,17 @@ export class EvmSetupError extends Error {
 const CLIENT_IDLE_MS = 10 * 60_000;
 const CLIENTS = slot('evm rpc clients', () => new ExpiringMap<string, EvmRpc>(CLIENT_IDLE_MS, { touch: true }));
 
-export function rpcEndpoints(rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
+export function rpcEndpoints(_rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
   const custom = relayer.customRpcUrls as RpcEndpoint[] | null;
   return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : network.rpcUrls;
 }
 
 export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
-  return rt.state(CLIENTS).getOrCreate(JSON.stringify(endpoints), () =>
-    createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log }),
-  );
+  return rt
+    .state(CLIENTS)
+    .getOrCreate(JSON.stringify(endpoints), () =>
+      createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log }),
+    );
 }
 
 export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {

@@ -7,7 +7,7 @@ import { FINAL_STATUSES } from '../../core/transactions/service.js';
 import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
 import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
-import { evmContext, EvmSetupError } from './context.js';
+import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
 import { processBatch } from './pipeline.js';
 import { RpcUnavailableError } from './rpc.js';
@@ -15,7 +15,7 @@ import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
 async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<void> {
-  let ctx;
+  let ctx: EvmContext;
   try {
     ctx = evmContext(rt, relayer);
   } catch (e) {
@@ -23,17 +23,24 @@ async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<void> {
     throw e;
   }
   if (!ctx.signer) {
-    throw new RelayerCheckError('SignerUnavailable', `signer "${relayer.signerId}" is not loaded for EVM, or its address is not the relayer's (${relayer.address})`);
+    throw new RelayerCheckError(
+      'SignerUnavailable',
+      `signer "${relayer.signerId}" is not loaded for EVM, or its address is not the relayer's (${relayer.address})`,
+    );
   }
   let chainId: number;
   try {
     chainId = Number(BigInt(await ctx.rpc.request<Hex>('eth_chainId')));
   } catch (e) {
-    if (e instanceof RpcUnavailableError) throw new RelayerCheckError('RpcUnavailable', `no RPC endpoint of network "${ctx.network.name}" answers: ${e.message}`);
+    if (e instanceof RpcUnavailableError)
+      throw new RelayerCheckError('RpcUnavailable', `no RPC endpoint of network "${ctx.network.name}" answers: ${e.message}`);
     throw new RelayerCheckError('RpcUnavailable', `eth_chainId failed: ${(e as Error).message}`);
   }
   if (chainId !== ctx.chainId) {
-    throw new RelayerCheckError('ChainIdMismatch', `the RPC endpoint reports chain id ${chainId}, but network "${ctx.network.name}" has chain_id ${ctx.chainId}`);
+    throw new RelayerCheckError(
+      'ChainIdMismatch',
+      `the RPC endpoint reports chain id ${chainId}, but network "${ctx.network.name}" has chain_id ${ctx.chainId}`,
+    );
   }
   try {
     await reconcileNonces(rt, ctx);
@@ -122,4 +129,3 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
 };
-

@@ -48,7 +48,10 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     WHERE id = ${id} AND next_nonce = ${row.nextNonce}
       AND NOT EXISTS (SELECT 1 FROM transactions WHERE relayer_id = ${id} AND nonce >= ${pending})`;
   if (lowered > 0) {
-    rt.log.warn({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter was ahead of the chain with no transaction holding those nonces: moved back');
+    rt.log.warn(
+      { relayerId: id, from: row.nextNonce.toString(), to: pending.toString() },
+      'nonce counter was ahead of the chain with no transaction holding those nonces: moved back',
+    );
     return { next: pending, filled: [] };
   }
   const held = await rt.prisma.transaction.findMany({
@@ -88,10 +91,26 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
         db,
         [
           {
-            id: randomUUID(), relayerId: relayer.id, networkType: 'evm', status: 'canceled', statusReason: reason, nonce: n,
-            from: relayer.address, to: relayer.address, value: '0', data: null, gasLimit: TRANSFER_GAS, gasPrice: null,
-            maxFeePerGas: null, maxPriorityFeePerGas: null, speed: 'fast', validUntil, request: request as never,
-            chainState: state as never, idempotencyKey: null, requestDigest: null,
+            id: randomUUID(),
+            relayerId: relayer.id,
+            networkType: 'evm',
+            status: 'canceled',
+            statusReason: reason,
+            nonce: n,
+            from: relayer.address,
+            to: relayer.address,
+            value: '0',
+            data: null,
+            gasLimit: TRANSFER_GAS,
+            gasPrice: null,
+            maxFeePerGas: null,
+            maxPriorityFeePerGas: null,
+            speed: 'fast',
+            validUntil,
+            request: request as never,
+            chainState: state as never,
+            idempotencyKey: null,
+            requestDigest: null,
           },
         ],
         { relayers: [relayer] },

@@ -70,7 +70,13 @@ async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[])
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
     latest = await latestNonce(ctx);
     const line = lineOf(rt, relayer.id, latest, Date.now());
-    await resolve(rt, ctx, active().filter((w) => w.tx.nonce !== null), latest, log);
+    await resolve(
+      rt,
+      ctx,
+      active().filter((w) => w.tx.nonce !== null),
+      latest,
+      log,
+    );
 
     // 2. Decide what each needs, and sign; every signing is saved before it is broadcast.
     const toSign: Work[] = [];
@@ -99,7 +105,14 @@ async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[])
     const accepted = await broadcastAll(rt, ctx, toBroadcast, log);
     if (accepted.length > 0) {
       const again = await latestNonce(ctx).catch(() => null);
-      if (again !== null) await resolve(rt, ctx, accepted.filter((w) => !w.lost), again, log);
+      if (again !== null)
+        await resolve(
+          rt,
+          ctx,
+          accepted.filter((w) => !w.lost),
+          again,
+          log,
+        );
     }
   } catch (e) {
     if (!(e instanceof RpcUnavailableError)) throw e;
@@ -107,7 +120,13 @@ async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[])
   }
   await persist(rt, works, true);
   const out = works.filter((w) => !w.lost && w.st.phase === 'broadcast').map(nonceOf);
-  if (out.length > 0 && latest !== undefined) watchMined(rt, ctx, out.reduce((a, b) => (a > b ? a : b)), latest);
+  if (out.length > 0 && latest !== undefined)
+    watchMined(
+      rt,
+      ctx,
+      out.reduce((a, b) => (a > b ? a : b)),
+      latest,
+    );
   const soonest = Math.min(...works.filter((w) => !w.lost && w.dueInMs !== null).map((w) => w.dueInMs!));
   if (Number.isFinite(soonest) && soonest < 250) setTimeout(() => rt.wake(), soonest).unref();
 }
@@ -140,7 +159,10 @@ async function persist(rt: Runtime, works: Work[], endStep: boolean) {
   const dueAt = (w: Work) => (w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs));
   if (endStep) {
     const same = live.filter(unchanged);
-    await releaseTransactions(rt, same.map((w) => ({ tx: w.tx, dueAt: dueAt(w) })));
+    await releaseTransactions(
+      rt,
+      same.map((w) => ({ tx: w.tx, dueAt: dueAt(w) })),
+    );
     live = live.filter((w) => !same.includes(w));
     if (live.length === 0) return;
   }
@@ -187,7 +209,8 @@ async function resolve(rt: Runtime, ctx: EvmContext, works: Work[], latest: bigi
     }
     if (receipt) {
       const b = w.st.broadcasts.find((x) => x.hash.toLowerCase() === receipt!.transactionHash.toLowerCase())!;
-      if (b.nonce !== nonceOf(w).toString()) log.error({ transactionId: w.tx.id, nonce: b.nonce }, 'a signing at an earlier nonce of this transaction was mined');
+      if (b.nonce !== nonceOf(w).toString())
+        log.error({ transactionId: w.tx.id, nonce: b.nonce }, 'a signing at an earlier nonce of this transaction was mined');
       if (onReceipt(ctx, w, b, receipt, headBlock) === 'reverted') reverted.push({ w, b, r: receipt });
     } else if (unanswered) {
       w.dueInMs = pollMs(ctx); // no answer is no evidence: look again
@@ -217,7 +240,10 @@ async function attributeNonce(rt: Runtime, ctx: EvmContext, w: Work, head: bigin
     w.lost = true;
     return;
   }
-  log.warn({ transactionId: w.tx.id, from: n.toString(), to: next.toString(), usedBy: mined }, 'nonce used by another transaction of this account: transaction moved to a new nonce');
+  log.warn(
+    { transactionId: w.tx.id, from: n.toString(), to: next.toString(), usedBy: mined },
+    'nonce used by another transaction of this account: transaction moved to a new nonce',
+  );
   movedTo(w, n, next, mined!);
 }
 
@@ -285,7 +311,12 @@ async function signOne(ctx: EvmContext, w: Work): Promise<'signed' | 'resend' | 
   let gasLimit = noop ? TRANSFER_GAS : w.tx.gasLimit;
   if (gasLimit === null) {
     try {
-      gasLimit = await estimateGasWithMargin(ctx.rpc, { from: w.tx.from as Address, to: (w.tx.to ?? undefined) as Address | undefined, data: (w.tx.data ?? undefined) as Hex | undefined, value: BigInt(w.tx.value) });
+      gasLimit = await estimateGasWithMargin(ctx.rpc, {
+        from: w.tx.from as Address,
+        to: (w.tx.to ?? undefined) as Address | undefined,
+        data: (w.tx.data ?? undefined) as Hex | undefined,
+        value: BigInt(w.tx.value),
+      });
       w.patch.gasLimit = gasLimit;
     } catch (e) {
       if (!(e instanceof RpcError)) throw e;
@@ -303,7 +334,9 @@ async function signOne(ctx: EvmContext, w: Work): Promise<'signed' | 'resend' | 
   const body = noop
     ? { ...base, to: ctx.relayer.address as Address, value: 0n }
     : { ...base, to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined };
-  const unsigned = ('gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }) as TransactionSerializable;
+  const unsigned = (
+    'gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }
+  ) as TransactionSerializable;
   const raw = await ctx.signer.account.signTransaction(unsigned);
   const sig = noop ? undefined : parseTransaction(raw);
   recordSigning(w, {

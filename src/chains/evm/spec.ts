@@ -54,7 +54,11 @@ export const evmShape = z
       ctx.addIssue({ code: 'custom', path: ['gasPrice'], message: 'cannot be combined with max_fee_per_gas / max_priority_fee_per_gas' });
     }
     if (eip1559 && (r.maxFeePerGas === undefined || r.maxPriorityFeePerGas === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [r.maxFeePerGas === undefined ? 'maxFeePerGas' : 'maxPriorityFeePerGas'], message: 'max_fee_per_gas and max_priority_fee_per_gas must be given together' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [r.maxFeePerGas === undefined ? 'maxFeePerGas' : 'maxPriorityFeePerGas'],
+        message: 'max_fee_per_gas and max_priority_fee_per_gas must be given together',
+      });
     }
     if (r.maxFeePerGas !== undefined && r.maxPriorityFeePerGas !== undefined && r.maxPriorityFeePerGas > r.maxFeePerGas) {
       ctx.addIssue({ code: 'custom', path: ['maxPriorityFeePerGas'], message: 'must not exceed max_fee_per_gas' });
@@ -117,7 +121,10 @@ export const evmSpec = defineFamily({
       gas_price: { type: { kind: 'u128' }, description: 'Shape A: legacy gas price (wei, >= 0).' },
       max_fee_per_gas: { type: { kind: 'u128' }, description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' },
       max_priority_fee_per_gas: { type: { kind: 'u128' }, description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' },
-      speed: { type: { kind: 'enum', name: 'Speed', values: SPEEDS }, description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' },
+      speed: {
+        type: { kind: 'enum', name: 'Speed', values: SPEEDS },
+        description: 'Shape A: pricing speed when no explicit gas price is given (default fast).',
+      },
       valid_until: sharedSendFields.valid_until,
     },
     schema: evmShape,

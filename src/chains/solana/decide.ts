@@ -39,7 +39,7 @@ export function solanaVerdict(signings: SolanaSigning[], statuses: (SignatureSta
         : commitment === 'finalized'
           ? { kind: 'landed', signature: signings[i].signature, slot: st.slot, status: 'confirmed' }
           : { kind: 'landed', signature: signings[i].signature, slot: st.slot, status: 'mined' };
-    if (!best || best.kind !== 'landed' || rank[v.status] > rank[best.status]) best = v;
+    if (best?.kind !== 'landed' || rank[v.status] > rank[best.status]) best = v;
   });
   if (best) return best;
   if (signings.length === 0) return { kind: 'open', reason: 'nothing was signed yet' };

@@ -2,7 +2,7 @@
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import type { ChainFamily } from '../../core/transactions/family.js';
@@ -121,7 +121,10 @@ function stateOf(prepared: PreparedSolanaTx, kind: 'send' | 'resign', earlier: S
 async function lookUp(c: Ctx, signings: SolanaSigning[]): Promise<SolanaVerdict> {
   const needsHeight = signings.every((s) => s.lastValidBlockHeight !== null);
   const height = needsHeight ? await c.rpc.getBlockHeight('finalized') : null;
-  const statuses = await c.rpc.getSignatureStatuses(signings.map((s) => s.signature), { searchTransactionHistory: true });
+  const statuses = await c.rpc.getSignatureStatuses(
+    signings.map((s) => s.signature),
+    { searchTransactionHistory: true },
+  );
   return solanaVerdict(signings, statuses, height);
 }
 
@@ -146,7 +149,7 @@ async function recordLanded(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaS
  * Signs it again with a fresh blockhash. Only called on a 'gone' verdict: no signing is on chain
  * and none can land any more. Ends expired past valid_until.
  */
-async function resign(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState, signings: SolanaSigning[], why: string): Promise<void> {
+async function resign(rt: Runtime, c: Ctx, tx: Transaction, _state: SolanaState, signings: SolanaSigning[], why: string): Promise<void> {
   if (Date.now() >= tx.validUntil!.getTime()) {
     await saveStep(rt, tx, { status: 'expired', statusReason: `${why}, and valid_until has passed` }, null);
     return;
@@ -180,7 +183,12 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
     prepared = await prepare(c, readRequest(tx));
   } catch (e) {
     if (e instanceof SolanaBlockhashExpiredError) {
-      await saveStep(rt, tx, { status: 'expired', statusReason: 'its blockhash expired before it was sent; other signers signed it, so it cannot be given a fresh one' }, null);
+      await saveStep(
+        rt,
+        tx,
+        { status: 'expired', statusReason: 'its blockhash expired before it was sent; other signers signed it, so it cannot be given a fresh one' },
+        null,
+      );
       return;
     }
     if (e instanceof SolanaRequestError) {
@@ -190,7 +198,12 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
     throw e;
   }
   rt.crash('solana.send.signed');
-  await saveStep(rt, tx, { status: 'sent', hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(stateOf(prepared, 'send', [])) }, 0);
+  await saveStep(
+    rt,
+    tx,
+    { status: 'sent', hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(stateOf(prepared, 'send', [])) },
+    0,
+  );
 }
 
 /**

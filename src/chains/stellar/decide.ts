@@ -16,11 +16,7 @@ export interface RecordedAtSequence {
  *   it can never land (its number is gone), so it may take another number.
  * - unproven: `n` is used on chain, but what used it was not found; nothing may be concluded.
  */
-export type SequenceAttribution =
-  | { kind: 'unused' }
-  | { kind: 'ours'; hash: string }
-  | { kind: 'other'; hash: string }
-  | { kind: 'unproven'; reason: string };
+export type SequenceAttribution = { kind: 'unused' } | { kind: 'ours'; hash: string } | { kind: 'other'; hash: string } | { kind: 'unproven'; reason: string };
 
 export function attributeSequence(input: {
   n: bigint;
@@ -32,7 +28,11 @@ export function attributeSequence(input: {
 }): SequenceAttribution {
   const { n, chainSequence, recorded } = input;
   if (chainSequence < n) return { kind: 'unused' };
-  if (!recorded) return { kind: 'unproven', reason: `sequence number ${n} is used on chain (the account is at ${chainSequence}), but the transaction that used it was not found` };
+  if (!recorded)
+    return {
+      kind: 'unproven',
+      reason: `sequence number ${n} is used on chain (the account is at ${chainSequence}), but the transaction that used it was not found`,
+    };
   const ours = new Set(input.signings.map((h) => h.toLowerCase()));
   for (const h of [recorded.hash, recorded.innerHash]) if (ours.has(h.toLowerCase())) return { kind: 'ours', hash: h.toLowerCase() };
   return { kind: 'other', hash: recorded.hash.toLowerCase() };

@@ -3,7 +3,7 @@
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { TransactionPatch } from '../../core/transactions/store.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
@@ -249,7 +249,7 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
 }
 
 /** Records the signing the chain applied as the transaction's, with its result. */
-async function recordLanded(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
+async function recordLanded(rt: Runtime, _c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
   const at = landed.hash === state.hash ? state : { ...state, hash: landed.hash };
   if (landed.status === 'confirmed') {
     await saveStep(
@@ -379,7 +379,10 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
     }
     case 'hold': {
       const reason = `${move.reason}; it is not sent again with another number without proof that it did not land: left for a person to decide`;
-      rt.log.warn({ transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() }, `stellar sequence number used by an unknown transaction: ${reason}`);
+      rt.log.warn(
+        { transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() },
+        `stellar sequence number used by an unknown transaction: ${reason}`,
+      );
       await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false }) }, HOLD_MS);
       return;
     }
@@ -410,7 +413,15 @@ async function resequence(
 ): Promise<void> {
   const n = tx.nonce!;
   if (Date.now() >= tx.validUntil!.getTime()) {
-    await saveStep(rt, tx, { status: 'expired', statusReason: `${direction === 'up' ? `sequence number ${n} was used by another transaction` : `sequence number ${n} cannot be used before a gap below it closes`}, and valid_until has passed` }, null);
+    await saveStep(
+      rt,
+      tx,
+      {
+        status: 'expired',
+        statusReason: `${direction === 'up' ? `sequence number ${n} was used by another transaction` : `sequence number ${n} cannot be used before a gap below it closes`}, and valid_until has passed`,
+      },
+      null,
+    );
     return;
   }
   let built: BuiltStellarTx;
@@ -436,7 +447,13 @@ async function resequence(
     saved = await saveStep(
       rt,
       tx,
-      { nonce: target, hash: built.hash, hashes: [...tx.hashes, built.hash], statusReason: null, chainState: asJson(stateOf(c, built, 'resubmit', state.signings ?? [])) },
+      {
+        nonce: target,
+        hash: built.hash,
+        hashes: [...tx.hashes, built.hash],
+        statusReason: null,
+        chainState: asJson(stateOf(c, built, 'resubmit', state.signings ?? [])),
+      },
       0,
     );
   } catch (e) {
@@ -504,7 +521,10 @@ export const stellarFamily: ChainFamily<'stellar'> = {
       throw new RelayerCheckError('RpcUnavailable', `the Stellar RPC of network "${relayer.network}" does not answer: ${(e as Error).message}`);
     }
     if (passphrase !== c.passphrase) {
-      throw new RelayerCheckError('NetworkMismatch', `the RPC serves the network "${passphrase}", but network "${relayer.network}" has passphrase "${c.passphrase}"`);
+      throw new RelayerCheckError(
+        'NetworkMismatch',
+        `the RPC serves the network "${passphrase}", but network "${relayer.network}" has passphrase "${c.passphrase}"`,
+      );
     }
     if (!account) throw new RelayerCheckError('AccountNotFound', `the relayer account ${relayer.address} does not exist on network "${relayer.network}"`);
     // The account may have been used elsewhere meanwhile: never hand out a number the chain has passed.

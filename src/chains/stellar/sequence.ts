@@ -21,7 +21,7 @@ export async function findAtSequence(
   for (let i = 0; i < (opts.maxPages ?? 50); i++) {
     for (const t of page.transactions ?? []) {
       if (!t.envelopeXdr) continue;
-      let env;
+      let env: ReturnType<typeof TransactionBuilder.fromXDR>;
       try {
         env = TransactionBuilder.fromXDR(t.envelopeXdr, passphrase);
       } catch {

@@ -13,7 +13,11 @@ const fields = {
     nullable: true,
     description: 'Shape C: operations to build the transaction from; exclusive with transaction_xdr.',
   },
-  transaction_xdr: { type: { kind: 'string' }, nullable: true, description: 'Shape C: a pre-built base64 XDR transaction, signed or unsigned; exclusive with operations.' },
+  transaction_xdr: {
+    type: { kind: 'string' },
+    nullable: true,
+    description: 'Shape C: a pre-built base64 XDR transaction, signed or unsigned; exclusive with operations.',
+  },
   source_account: { type: { kind: 'string' }, nullable: true, description: 'Shape C: the source account (default: the relayer).' },
   memo: {
     type: {
@@ -25,7 +29,8 @@ const fields = {
       },
     },
     nullable: true,
-    description: 'Shape C: `{"type": "none"}`, `{"type": "text", "value": string}`, `{"type": "id", "value": integer}`, `{"type": "hash" | "return", "value": [32 bytes]}`.',
+    description:
+      'Shape C: `{"type": "none"}`, `{"type": "text", "value": string}`, `{"type": "id", "value": integer}`, `{"type": "hash" | "return", "value": [32 bytes]}`.',
   },
   valid_until: sharedSendFields.valid_until,
   fee_bump: { type: { kind: 'boolean' }, nullable: true, description: 'Shape C: wrap in a fee-bump transaction; only with a signed transaction_xdr.' },
@@ -48,7 +53,9 @@ export const stellarShape = z
   .object(Object.fromEntries(Object.keys(restName).map((k) => [k, z.unknown().optional()])) as Record<string, z.ZodOptional<z.ZodUnknown>>)
   .strict()
   .transform((input, ctx): StellarTransactionRequest => {
-    const body = Object.fromEntries(Object.entries(withoutNulls(input) as Record<string, unknown>).map(([k, v]) => [restName[k], k === 'memo' ? withoutNulls(v) : v]));
+    const body = Object.fromEntries(
+      Object.entries(withoutNulls(input) as Record<string, unknown>).map(([k, v]) => [restName[k], k === 'memo' ? withoutNulls(v) : v]),
+    );
     try {
       return parseStellarRequest(body);
     } catch (e) {

@@ -86,11 +86,7 @@ export async function submitStellarTx(rpc: StellarRpc, envelopeXdr: string): Pro
  * (the transaction's upper time bound): from then on it can never be included,
  * so it is 'expired'.
  */
-export async function checkStellarTx(
-  rpc: StellarRpc,
-  hash: string,
-  opts: { validUntil?: string | null } = {},
-): Promise<StellarTxStatus> {
+export async function checkStellarTx(rpc: StellarRpc, hash: string, opts: { validUntil?: string | null } = {}): Promise<StellarTxStatus> {
   const res = await rpc.getTransaction(hash);
   switch (res.status) {
     case 'SUCCESS':

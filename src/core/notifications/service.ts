@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Prisma, type Delivery, type DeliveryStatus, type Notification } from '../../generated/prisma/client.js';
+import type { Prisma, Delivery, DeliveryStatus, Notification } from '../../generated/prisma/client.js';
 import { conflict, invalid, notFound, notificationNotFound } from '../errors.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
@@ -22,7 +22,11 @@ export async function listNotifications(rt: Runtime, page?: number | null, perPa
   );
 }
 
-const id = z.string().min(1, 'must not be empty').max(128).regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
+const id = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 const url = z.string().min(1, 'required').max(2048);
 const type = z.literal('webhook', { message: 'must be "webhook"' });
 
@@ -84,7 +88,11 @@ export async function deleteNotification(rt: Runtime, id: string): Promise<Notif
 export const deliveryNotFound = (id: string) => notFound(`Delivery with ID ${id} not found`);
 
 /** A notification's deliveries, newest first. */
-export async function listDeliveries(rt: Runtime, notificationId: string, opts: { status?: DeliveryStatus | null; page?: number | null; perPage?: number | null }) {
+export async function listDeliveries(
+  rt: Runtime,
+  notificationId: string,
+  opts: { status?: DeliveryStatus | null; page?: number | null; perPage?: number | null },
+) {
   const p = toPage(opts.page, opts.perPage);
   const where = { notificationId, ...(opts.status ? { status: opts.status } : {}) };
   return paged(

@@ -14,6 +14,11 @@ export function parsePolicies(type: NetworkType, raw: unknown): { ok: true; valu
 function toStorable(v: unknown): unknown {
   if (typeof v === 'bigint') return v.toString();
   if (Array.isArray(v)) return v.map(toStorable);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, toStorable(x)]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([, x]) => x !== undefined)
+        .map(([k, x]) => [k, toStorable(x)]),
+    );
   return v;
 }

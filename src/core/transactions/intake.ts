@@ -115,7 +115,7 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
       if (!row || CHECKED.some((f) => !same(w.relayer[f], row[f]))) return 'stale';
       return w.accepted.takesNonce && row.nextNonce === null ? 'no-nonce' : undefined;
     });
-    const writing = batch.flatMap((w, i) => (outcomes[i] === undefined ? [i] : []));
+    const writing = batch.flatMap((_w, i) => (outcomes[i] === undefined ? [i] : []));
     if (writing.length > 0) {
       const taking = writing.filter((i) => batch[i].accepted.takesNonce).length;
       if (taking > 0) await db.$executeRaw`UPDATE relayers SET next_nonce = next_nonce + ${taking} WHERE id = ${relayerId}`;
@@ -125,7 +125,13 @@ async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
         writing.map((i) => {
           const w = batch[i];
           return {
-            to: null, data: null, gasLimit: null, gasPrice: null, maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null,
+            to: null,
+            data: null,
+            gasLimit: null,
+            gasPrice: null,
+            maxFeePerGas: null,
+            maxPriorityFeePerGas: null,
+            speed: null,
             ...w.accepted.data,
             id: randomUUID(),
             relayerId,

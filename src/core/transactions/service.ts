@@ -13,7 +13,11 @@ import { isUniqueViolation } from '../../db/errors.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
-export async function listTransactions(rt: Runtime, relayerId: string, opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null }) {
+export async function listTransactions(
+  rt: Runtime,
+  relayerId: string,
+  opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null },
+) {
   const p = toPage(opts.page, opts.perPage);
   const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
   const relayer = await rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } });
@@ -46,9 +50,16 @@ function requestDigest(input: Record<string, unknown>): string {
         : Array.isArray(v)
           ? v.map(canonical)
           : v && typeof v === 'object'
-            ? Object.fromEntries(Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+            ? Object.fromEntries(
+                Object.keys(v)
+                  .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+                  .sort()
+                  .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+              )
             : v;
-  return createHash('sha256').update(JSON.stringify(canonical(input))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(input)))
+    .digest('hex');
 }
 
 async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {

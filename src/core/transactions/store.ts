@@ -15,8 +15,21 @@ export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionSca
 /** The fields a new row is written with; the database fills in the rest (status, times, defaults). */
 export type NewTransaction = Pick<
   Transaction,
-  | 'id' | 'relayerId' | 'networkType' | 'from' | 'to' | 'data' | 'nonce' | 'gasLimit' | 'gasPrice' | 'maxFeePerGas'
-  | 'maxPriorityFeePerGas' | 'speed' | 'validUntil' | 'idempotencyKey' | 'requestDigest'
+  | 'id'
+  | 'relayerId'
+  | 'networkType'
+  | 'from'
+  | 'to'
+  | 'data'
+  | 'nonce'
+  | 'gasLimit'
+  | 'gasPrice'
+  | 'maxFeePerGas'
+  | 'maxPriorityFeePerGas'
+  | 'speed'
+  | 'validUntil'
+  | 'idempotencyKey'
+  | 'requestDigest'
 > & {
   value?: string | null;
   request: Prisma.InputJsonValue;
@@ -27,11 +40,26 @@ export type NewTransaction = Pick<
 };
 
 const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
-  ['id', 'text'], ['relayerId', 'text'], ['networkType', 'text'], ['from', 'text'], ['to', 'text'],
-  ['value', 'text'], ['data', 'text'], ['nonce', 'bigint'], ['gasLimit', 'bigint'], ['gasPrice', 'text'],
-  ['maxFeePerGas', 'text'], ['maxPriorityFeePerGas', 'text'], ['speed', 'text', '"Speed"'], ['validUntil', 'text', 'timestamp(3)'],
-  ['request', 'jsonb'], ['idempotencyKey', 'text'], ['requestDigest', 'text'], ['status', 'text', '"TransactionStatus"'],
-  ['statusReason', 'text'], ['chainState', 'jsonb'],
+  ['id', 'text'],
+  ['relayerId', 'text'],
+  ['networkType', 'text'],
+  ['from', 'text'],
+  ['to', 'text'],
+  ['value', 'text'],
+  ['data', 'text'],
+  ['nonce', 'bigint'],
+  ['gasLimit', 'bigint'],
+  ['gasPrice', 'text'],
+  ['maxFeePerGas', 'text'],
+  ['maxPriorityFeePerGas', 'text'],
+  ['speed', 'text', '"Speed"'],
+  ['validUntil', 'text', 'timestamp(3)'],
+  ['request', 'jsonb'],
+  ['idempotencyKey', 'text'],
+  ['requestDigest', 'text'],
+  ['status', 'text', '"TransactionStatus"'],
+  ['statusReason', 'text'],
+  ['chainState', 'jsonb'],
 ];
 
 /** Columns the database defaults when a new row leaves them out. */
@@ -63,7 +91,10 @@ export async function insertTransactions(
   const byId = new Map(written.map((t) => [t.id, t]));
   const inserted = rows.map((r) => byId.get(r.id)!);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
-  await emitTransactionUpdates(db, inserted.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })));
+  await emitTransactionUpdates(
+    db,
+    inserted.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+  );
   return inserted;
 }
 
@@ -94,7 +125,12 @@ export function claimBelowNonce(rt: Runtime, relayerId: string, nonce: bigint): 
 
 /** Gives claimed rows back unchanged, each due again at its time (null: no more work), where the lease they were read under still holds. */
 export function releaseTransactions(rt: Runtime, rows: { tx: Pick<Transaction, 'id' | 'leaseUntil'>; dueAt: Date | null }[]) {
-  return release(rt.prisma, 'transactions', rt.instanceId, rows.map(({ tx, dueAt }) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt })));
+  return release(
+    rt.prisma,
+    'transactions',
+    rt.instanceId,
+    rows.map(({ tx, dueAt }) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt })),
+  );
 }
 
 /**
@@ -134,8 +170,27 @@ export function publishTransaction(rt: Runtime, tx: Transaction) {
 export type TransactionPatch = Partial<
   Pick<
     Transaction,
-    | 'status' | 'statusReason' | 'sentAt' | 'confirmedAt' | 'hash' | 'hashes' | 'nonce' | 'gasLimit' | 'gasPrice' | 'maxFeePerGas'
-    | 'maxPriorityFeePerGas' | 'chainState' | 'signature' | 'attempts' | 'dueAt' | 'to' | 'value' | 'data' | 'speed' | 'validUntil' | 'request'
+    | 'status'
+    | 'statusReason'
+    | 'sentAt'
+    | 'confirmedAt'
+    | 'hash'
+    | 'hashes'
+    | 'nonce'
+    | 'gasLimit'
+    | 'gasPrice'
+    | 'maxFeePerGas'
+    | 'maxPriorityFeePerGas'
+    | 'chainState'
+    | 'signature'
+    | 'attempts'
+    | 'dueAt'
+    | 'to'
+    | 'value'
+    | 'data'
+    | 'speed'
+    | 'validUntil'
+    | 'request'
   >
 >;
 
