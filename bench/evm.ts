@@ -63,7 +63,14 @@ function postOnce(url: string, body: unknown, headers: Record<string, string> = 
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -86,9 +93,11 @@ async function rpc<T = any>(url: string, method: string, params: unknown[] = [])
 /** Runs `task(i)` for i in [0, n) with `c` concurrent workers. */
 async function pool(n: number, c: number, task: (i: number) => Promise<void>) {
   let next = 0;
-  await Promise.all(Array.from({ length: c }, async () => {
-    while (next < n) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
 }
 
 async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
@@ -112,7 +121,16 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
   const gasPrice = BigInt(await rpc(anvilUrl, 'eth_gasPrice'));
   const signed = await Promise.all(
     Array.from({ length: N }, (_, i) =>
-      account.signTransaction({ chainId: 31337, type: 'eip1559', to: RECEIVER, value: 1n, gas: 21_000n, nonce: start + i, maxFeePerGas: gasPrice * 3n, maxPriorityFeePerGas: 1n }),
+      account.signTransaction({
+        chainId: 31337,
+        type: 'eip1559',
+        to: RECEIVER,
+        value: 1n,
+        gas: 21_000n,
+        nonce: start + i,
+        maxFeePerGas: gasPrice * 3n,
+        maxPriorityFeePerGas: 1n,
+      }),
     ),
   );
   freshConnections();
@@ -137,7 +155,9 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
     relayers: [{ id: 'bench', name: 'bench', network: 'localnet', network_type: 'evm', signer_id: 'dev', policies: {} }],
     signers: [{ id: 'dev', type: 'local', config: { path: path.join(ROOT, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } }],
     notifications: [],
-    networks: [{ type: 'evm', network: 'localnet', chain_id: 31337, required_confirmations: 1, rpc_urls: [anvilUrl], features: ['eip1559'], average_blocktime_ms: 1000 }],
+    networks: [
+      { type: 'evm', network: 'localnet', chain_id: 31337, required_confirmations: 1, rpc_urls: [anvilUrl], features: ['eip1559'], average_blocktime_ms: 1000 },
+    ],
   };
   await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
   const port = await freePort();
@@ -160,7 +180,14 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil(async () => fetch(`${url}/v1/health`).then((r) => r.ok, () => false), 200);
+  await waitUntil(
+    async () =>
+      fetch(`${url}/v1/health`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    200,
+  );
   return { url, child };
 }
 
@@ -234,7 +261,9 @@ try {
   const e2eRatio = median(rounds.map((r) => r.e2e / r.chain));
   console.log(`EVM relay, ${N} transactions per round, ${rounds.length} rounds, ${C} concurrent clients, database: ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
   for (const [i, r] of rounds.entries()) {
-    console.log(`  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})`);
+    console.log(
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})`,
+    );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
   console.log(`          send route                    ${f(m.accepted)} accepted/s    ratio ${acceptedRatio.toFixed(2)} of direct`);

@@ -27,7 +27,14 @@ async function round(instanceCount: number): Promise<{ acceptedPerSec: number; c
   try {
     const configPath = path.join(dir, 'config.json');
     await writeFile(configPath, JSON.stringify(evmConfig(anvil.url)));
-    const env = { CONFIG_PATH: configPath, DATABASE_URL: database.url, REDIS_URL, DATA_DIR: dir, RATE_LIMIT_BURST_SIZE: '1000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000' };
+    const env = {
+      CONFIG_PATH: configPath,
+      DATABASE_URL: database.url,
+      REDIS_URL,
+      DATA_DIR: dir,
+      RATE_LIMIT_BURST_SIZE: '1000000',
+      RATE_LIMIT_REQUESTS_PER_SECOND: '1000000',
+    };
     instances.push(...(await Promise.all(Array.from({ length: instanceCount }, () => startInstance(env)))));
     await db.connect();
     // Warm-up: the first send initialises the nonce from the chain.

@@ -89,8 +89,8 @@ async function main() {
 
   const { print } = await import('graphql');
   const { createServerAdapter } = await import('@whatwg-node/server');
-  const { parseEnv } = await import('../src/env.js');
-  const { createLogger } = await import('../src/log.js');
+  const { parseEnv } = await import('../src/config/env.js');
+  const { createLogger } = await import('../src/lib/log.js');
   const { startService } = await import('../src/service.js');
   const { RestListTransactionsDocument } = await import('../src/generated/graphql.js');
 
@@ -147,7 +147,12 @@ async function main() {
 
   const auth = { authorization: `Bearer ${apiKey}` };
   const targets: Target[] = [
-    { name: 'REST    GET /api/v1/relayers/{id}/transactions', method: 'GET', path: `/api/v1/relayers/${relayer.id}/transactions?page=1&per_page=10`, headers: auth },
+    {
+      name: 'REST    GET /api/v1/relayers/{id}/transactions',
+      method: 'GET',
+      path: `/api/v1/relayers/${relayer.id}/transactions?page=1&per_page=10`,
+      headers: auth,
+    },
     {
       name: 'GraphQL relayerTransactions (same fields)',
       method: 'POST',
@@ -173,7 +178,9 @@ async function main() {
       child.send({ port, target, seconds: secs, concurrency });
     });
 
-  console.log(`node ${process.version}, ${(await import('node:os')).cpus().length} CPUs, PGlite, ${rows} transaction rows, ${concurrency} connections, ${rounds} rounds x ${seconds}s per endpoint`);
+  console.log(
+    `node ${process.version}, ${(await import('node:os')).cpus().length} CPUs, PGlite, ${rows} transaction rows, ${concurrency} connections, ${rounds} rounds x ${seconds}s per endpoint`,
+  );
   for (const t of targets) await run(t, 1.5); // warm-up: JIT, caches, connection pool
 
   const totals = targets.map(() => ({ count: 0, errors: 0, seconds: 0, latencies: [] as number[] }));

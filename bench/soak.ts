@@ -28,7 +28,9 @@ const { values: args } = parseArgs({
 const seed = args.seed !== undefined ? Number(args.seed) >>> 0 : Math.floor(Math.random() * 2 ** 32);
 const rounds = Number(args.rounds);
 console.log(`soak: seed ${seed}, ${rounds} rounds, ${args.sends} sends a round (${args.concurrency} at once), ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
-console.log(`replay: npx tsx bench/soak.ts --rounds ${rounds} --seed ${seed}${args.postgres ? ` --postgres ${args.postgres}` : ''} --sends ${args.sends} --concurrency ${args.concurrency}`);
+console.log(
+  `replay: npx tsx bench/soak.ts --rounds ${rounds} --seed ${seed}${args.postgres ? ` --postgres ${args.postgres}` : ''} --sends ${args.sends} --concurrency ${args.concurrency}`,
+);
 
 const r = await runSoak({
   rounds,
@@ -39,7 +41,10 @@ const r = await runSoak({
   log: (line) => console.log(`  ${line}`),
 });
 
-const fmt = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k} ${v}`).join(', ');
+const fmt = (o: Record<string, number>) =>
+  Object.entries(o)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 console.log(`\nseed          ${r.seed}`);
 console.log(`database      ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
 console.log(`rounds        ${r.rounds}`);
@@ -63,7 +68,11 @@ if (failed) {
   console.log(`\nservice output of every round: ${dir}`);
   for (const id of r.badIds.slice(0, 10)) {
     r.logs.forEach((text, i) => {
-      for (const line of text.split('\n').filter((l) => l.includes(id)).slice(0, 20)) console.log(`${i < r.rounds ? `round ${i + 1}` : 'final'}: ${line}`);
+      for (const line of text
+        .split('\n')
+        .filter((l) => l.includes(id))
+        .slice(0, 20))
+        console.log(`${i < r.rounds ? `round ${i + 1}` : 'final'}: ${line}`);
     });
   }
 }

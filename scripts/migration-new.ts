@@ -15,7 +15,10 @@ const engine = await openSchemaEngine(new PrismaPGlite(new PGlite()));
 const migrationsList = await readMigrations();
 const { stdout } = await engine.diff({
   from: migrationsList.migrationDirectories.length ? { tag: 'migrations', ...migrationsList } : { tag: 'empty' },
-  to: { tag: 'schemaDatamodel', files: [{ path: path.join(prismaDir, 'schema.prisma'), content: (await import('node:fs')).readFileSync(path.join(prismaDir, 'schema.prisma'), 'utf8') }] },
+  to: {
+    tag: 'schemaDatamodel',
+    files: [{ path: path.join(prismaDir, 'schema.prisma'), content: (await import('node:fs')).readFileSync(path.join(prismaDir, 'schema.prisma'), 'utf8') }],
+  },
   script: true,
   exitCode: null,
   filters: noFilter,

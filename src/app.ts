@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { GraphQLError } from 'graphql';
 import { createYoga } from 'graphql-yoga';
-import type { Context } from './graphql/context.js';
-import { AppError, internal } from './graphql/errors.js';
-import { callerKey } from './graphql/rate-limit.js';
-import { schema } from './graphql/schema.js';
-import { authenticate } from './http/auth.js';
-import { createRestHandler } from './rest/handler.js';
-import type { Runtime } from './runtime.js';
+import type { Context } from './api/graphql/context.js';
+import { maskError } from './api/graphql/errors.js';
+import { callerKey } from './api/graphql/rate-limit.js';
+import { schema } from './api/graphql/schema.js';
+import { authenticate } from './api/auth.js';
+import { createRestHandler } from './api/rest/handler.js';
+import { httpOf } from './api/rest/status.js';
+import type { Runtime } from './core/runtime.js';
 
 export interface App {
   fetch(request: Request): Promise<Response>;
@@ -27,18 +27,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
-    maskedErrors: {
-      maskError(error) {
-        const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
-        if (original instanceof AppError) return original;
-        if (error instanceof GraphQLError && !error.originalError) return error;
-        if (error instanceof GraphQLError && (error.originalError as GraphQLError | undefined)?.extensions?.code === 'BAD_REQUEST') return error;
-        // A variable a built-in scalar refuses (no path: not from a resolver) is the caller's mistake.
-        if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) return error;
-        rt.log.error({ err: original }, 'unexpected error in a resolver');
-        return internal();
-      },
-    },
+    maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
   const rest = createRestHandler(yoga, rt);
@@ -55,7 +44,9 @@ export function createApp(rt: Runtime, apiKey: string): App {
     const wantsGraphiQL = isGraphQL && request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
     const token = authenticate(request.headers.get('authorization'), apiKey);
     if (!token && !wantsGraphiQL && !(isRest && rest.isPublic(request))) {
-      return isRest ? rest.unauthorized() : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: 401 });
+      return isRest
+        ? rest.unauthorized()
+        : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
     const caller = token ? callerKey(token) : 'anonymous';
     return isGraphQL ? yoga.handleRequest(request, { requestId, caller }) : rest.handle(request, { requestId, caller });

@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config/load.js';
 import { startAnvil } from './chains/evm/anvil.js';
-import type { Logger } from './log.js';
+import type { Logger } from './lib/log.js';
 
 /** The network name the default config gives its local chain; DEVNET points it at anvil. */
 export const DEVNET_NETWORK = 'devnet';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import { createServerAdapter } from '@whatwg-node/server';
 import { ConfigError } from './config/load.js';
-import { EnvError, parseEnv } from './env.js';
-import { createLogger } from './log.js';
+import { EnvError, parseEnv } from './config/env.js';
+import { createLogger } from './lib/log.js';
 import { startService, StartupError } from './service.js';
 
 async function main() {

@@ -7,23 +7,20 @@ import { loadSigners } from './config/signers.js';
 import { syncConfig } from './config/sync.js';
 import { openDatabase } from './db/client.js';
 import { startDevnet } from './devnet.js';
-import type { Env } from './env.js';
-import { createLogger, type Logger } from './log.js';
-import { createEvents } from './events.js';
-import { memoryBucket } from './graphql/rate-limit.js';
-import { redisBucket } from './graphql/redis-bucket.js';
+import type { Env } from './config/env.js';
+import { createLogger, type Logger } from './lib/log.js';
+import { createEvents } from './core/pubsub.js';
+import { memoryBucket } from './lib/bucket.js';
+import { redisBucket } from './lib/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
-import type { Runtime } from './runtime.js';
-import { startWorkers } from './workers.js';
-import { evmFamily } from './chains/evm/family.js';
-import { solanaFamily } from './chains/solana/family.js';
-import { stellarFamily } from './chains/stellar/family.js';
-import { registerFamily } from './modules/transactions/family.js';
+import { createState } from './core/state.js';
+import type { Runtime } from './core/runtime.js';
+import { startWorkers } from './core/worker.js';
+import { loadFamilies } from './core/transactions/family.js';
 
-registerFamily('evm', evmFamily);
-registerFamily('solana', solanaFamily);
-registerFamily('stellar', stellarFamily);
+// The chain families' pipelines, from the one list of families (chains/families.ts).
+await loadFamilies();
 
 export interface Service {
   rt: Runtime;
@@ -43,7 +40,7 @@ async function resolveApiKey(env: Env, log: Logger): Promise<string> {
   if (existing.trim().length >= 32) return existing.trim();
   const key = randomBytes(32).toString('base64url');
   await mkdir(env.dataDir, { recursive: true });
-  await writeFile(file, key + '\n', { mode: 0o600 });
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
   // Printed once, on stdout rather than through the logger, which redacts keys.
   process.stdout.write(`\nNo API_KEY set: generated one and saved it to ${file}\n  API key: ${key}\n\n`);
   log.info({ file }, 'generated an API key');
@@ -79,10 +76,11 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     instanceId: env.instanceId ?? randomUUID(),
     rateLimit: redis
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
-          log.warn({ err }, 'rate limit: Redis command failed; using this instance\'s own bucket'),
+          log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
         )
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
+    state: createState(),
     wake: () => {},
     handOff: null,
     wakeDeliveries: () => {},

@@ -241,10 +241,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
           const cooldown = Math.min(maxCooldownMs, cooldownMs * 2 ** ep.failures);
           ep.failures++;
           ep.downUntil = now + cooldown;
-          opts.logger?.warn(
-            { host: ep.host, method: what, attempt, error: err.message, cooldownMs: cooldown },
-            'rpc endpoint failed, cooling down',
-          );
+          opts.logger?.warn({ host: ep.host, method: what, attempt, error: err.message, cooldownMs: cooldown }, 'rpc endpoint failed, cooling down');
         }
       }
     }

@@ -1,30 +1,37 @@
 // Pipeline plumbing shared by the non-EVM chain families (Stellar, Solana).
 import type { RpcEndpoint } from '../config/load.js';
-import type { Prisma, Relayer, Transaction } from '../generated/prisma/client.js';
-import { RelayerCheckError } from '../modules/relayers/checks.js';
-import { updateTransaction } from '../modules/transactions/store.js';
-import type { Runtime } from '../runtime.js';
+import type { Relayer, Transaction } from '../generated/prisma/client.js';
+import { RelayerCheckError } from '../core/errors.js';
+import { saveTransactions, type TransactionPatch } from '../core/transactions/store.js';
+import type { Runtime } from '../core/runtime.js';
+import { slot } from '../core/state.js';
+import { ExpiringMap } from '../lib/expiring.js';
 
 export const FINAL_STATUSES: ReadonlySet<Transaction['status']> = new Set(['confirmed', 'failed', 'expired', 'canceled']);
 
 /**
- * Writes the outcome of one step: the change (status changes send their webhook and live event
- * through updateTransaction), when the row is due again (`nextInMs`; null once final) and the
- * lease given back. Nothing is written when another writer moved the status on meanwhile.
+ * Writes the outcome of one step through saveTransactions: the change (a status change queues its
+ * webhook and live event in the same database transaction), when the row is due again
+ * (`nextInMs`; null once final) and, unless `keepLease`, the lease given back. The row is written
+ * only while this instance still holds the lease the row was read with; null when it did not
+ * (another instance took the row over), and then nothing was written. A status that becomes
+ * `sent` carries `sent_at` in the same write.
  */
 export async function saveStep(
   rt: Runtime,
   tx: Transaction,
-  data: Prisma.TransactionUpdateInput,
+  patch: TransactionPatch,
   nextInMs: number | null,
+  opts: { keepLease?: boolean } = {},
 ): Promise<Transaction | null> {
   const dueAt = nextInMs === null ? null : new Date(Date.now() + nextInMs);
-  const saved = await updateTransaction(rt, tx.id, { ...data, dueAt, leaseOwner: null, leaseUntil: null }, { expectStatus: [tx.status] });
-  if (!saved) {
-    await rt.prisma.transaction.updateMany({ where: { id: tx.id, leaseOwner: rt.instanceId }, data: { leaseOwner: null, leaseUntil: null } });
-  }
-  if (nextInMs === 0) rt.wake();
-  return saved;
+  const full: TransactionPatch = { ...patch, dueAt };
+  if ((full.status === 'sent' || full.status === 'submitted') && !tx.sentAt && !full.sentAt) full.sentAt = new Date();
+  const saved = await saveTransactions(rt, rt.instanceId, [{ before: tx, patch: full, release: !opts.keepLease }]);
+  const row = saved.get(tx.id) ?? null;
+  if (!row) rt.log.warn({ transactionId: tx.id }, 'step result not written: the lease of the transaction was lost');
+  if (row && nextInMs === 0) rt.wake();
+  return row;
 }
 
 /**
@@ -54,15 +61,15 @@ export function endpointsOf(relayer: Relayer, networkUrls: RpcEndpoint[]): RpcEn
   return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : networkUrls;
 }
 
-/** One client per endpoint list, so endpoint health (cooldowns) is shared by all its users. */
-export function clientCache<C>(create: (endpoints: RpcEndpoint[]) => C): (endpoints: RpcEndpoint[]) => C {
-  const clients = new Map<string, C>();
-  return (endpoints) => {
-    const key = JSON.stringify(endpoints);
-    let client = clients.get(key);
-    if (!client) clients.set(key, (client = create(endpoints)));
-    return client;
-  };
+const CLIENT_IDLE_MS = 10 * 60_000;
+
+/**
+ * One client per endpoint list in each runtime, so endpoint health (cooldowns) is shared by all its
+ * users; a list unused for CLIENT_IDLE_MS (a changed custom_rpc_urls) is let go.
+ */
+export function clientCache<C>(name: string, create: (endpoints: RpcEndpoint[], rt: Runtime) => C): (rt: Runtime, endpoints: RpcEndpoint[]) => C {
+  const clients = slot(name, () => new ExpiringMap<string, C>(CLIENT_IDLE_MS, { touch: true }));
+  return (rt, endpoints) => rt.state(clients).getOrCreate(JSON.stringify(endpoints), () => create(endpoints, rt));
 }
 
 /** A 64-bit integer for JSON: a number while it is exact, else a decimal string (as the Long scalar). */

@@ -3,7 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
-import { parsePolicies, type NetworkType } from '../modules/relayers/policies.js';
+import { specOf, type NetworkType } from '../chains/families.js';
+import { parsePolicies } from '../core/relayers/policies.js';
 import { configFile, networkEntry, notificationEntry, relayerEntry, signerEntry, type Secret } from './schema.js';
 
 export interface RpcEndpoint {
@@ -24,6 +25,8 @@ export interface Network {
   isTestnet: boolean;
   /** Stellar network passphrase. */
   passphrase?: string;
+  /** The entry as written (snake_case, after `from` inheritance): fields only its chain family reads (its spec's network.fields). */
+  fields: Readonly<Record<string, unknown>>;
 }
 
 export interface SignerConfig {
@@ -80,7 +83,7 @@ const entryName = (section: string, i: number, raw: unknown) => {
 };
 
 function issues(where: string, error: z.ZodError): string[] {
-  return error.issues.map((i) => `${where}${i.path.length ? '.' + i.path.join('.') : ''}: ${i.message}`);
+  return error.issues.map((i) => `${where}${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`);
 }
 
 const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null | undefined): RpcEndpoint[] =>
@@ -117,7 +120,9 @@ export async function loadConfig(file: string, env: Record<string, string | unde
   if (typeof top.data.networks === 'string') {
     const dir = path.resolve(base, top.data.networks);
     const files = existsSync(dir)
-      ? (await readdir(dir, { withFileTypes: true }).catch(() => null))?.filter((f) => f.isFile() && f.name.endsWith('.json')).map((f) => path.join(dir, f.name)) ?? [dir]
+      ? ((await readdir(dir, { withFileTypes: true }).catch(() => null))
+          ?.filter((f) => f.isFile() && f.name.endsWith('.json'))
+          .map((f) => path.join(dir, f.name)) ?? [dir])
       : null;
     if (!files) problems.push(`networks: directory ${top.data.networks} not found (resolved to ${dir})`);
     for (const f of (files ?? []).sort()) {
@@ -161,12 +166,13 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     }
     return { ...parent, ...Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) };
   };
-  for (const [key, { entry, where }] of parsedNetworks) {
+  for (const [key, { where }] of parsedNetworks) {
     const n = resolveNetwork(key, []) as z.infer<typeof networkEntry> & Record<string, unknown>;
     const rpcUrls = normalizeRpc(n.rpc_urls);
     if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
-    if (n.type === 'evm' && n.chain_id === undefined) problems.push(`${where}.chain_id: required for evm networks`);
-    if (n.type === 'stellar' && !n.passphrase) problems.push(`${where}.passphrase: required for stellar networks`);
+    for (const field of specOf(n.type).network.required ?? []) {
+      if (n[field] === undefined || n[field] === '') problems.push(`${where}.${field}: required for ${n.type} networks`);
+    }
     networks.set(key, {
       type: n.type,
       name: n.network,
@@ -179,6 +185,7 @@ export async function loadConfig(file: string, env: Record<string, string | unde
       averageBlocktimeMs: n.average_blocktime_ms,
       isTestnet: n.is_testnet ?? false,
       passphrase: n.passphrase as string | undefined,
+      fields: n,
     });
   }
 
@@ -240,7 +247,11 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     if (!signers.has(e.signer_id) && !top.data.signers.some((s) => (s as { id?: unknown })?.id === e.signer_id)) {
       problems.push(`${where}.signer_id: unknown signer "${e.signer_id}"`);
     }
-    if (e.notification_id && !notifications.some((n) => n.id === e.notification_id) && !top.data.notifications.some((n) => (n as { id?: unknown })?.id === e.notification_id)) {
+    if (
+      e.notification_id &&
+      !notifications.some((n) => n.id === e.notification_id) &&
+      !top.data.notifications.some((n) => (n as { id?: unknown })?.id === e.notification_id)
+    ) {
       problems.push(`${where}.notification_id: unknown notification "${e.notification_id}"`);
     }
     const policies = parsePolicies(e.network_type, e.policies ?? {});

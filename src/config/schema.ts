@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FAMILIES, NETWORK_TYPES, type NetworkType } from '../chains/families.js';
 
 // The config file format of OpenZeppelin Relayer, so a team moving from it keeps its file.
 
@@ -8,10 +9,7 @@ export const secret = z.union([
 ]);
 export type Secret = z.infer<typeof secret>;
 
-export const rpcUrl = z.union([
-  z.string().url(),
-  z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict(),
-]);
+export const rpcUrl = z.union([z.string().url(), z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const rpcConfig = z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
 
@@ -25,25 +23,24 @@ const networkBase = {
   tags: z.array(z.string()).optional(),
 };
 
-export const networkEntry = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('evm'),
-    ...networkBase,
-    chain_id: z.number().int().positive().optional(),
-    required_confirmations: z.number().int().min(0).optional(),
-    features: z.array(z.string()).optional(),
-    symbol: z.string().optional(),
-  }).passthrough(),
-  z.object({ type: z.literal('solana'), ...networkBase }).passthrough(),
-  z.object({ type: z.literal('stellar'), ...networkBase, passphrase: z.string().min(1).optional() }).passthrough(),
-]);
+/** A network entry of each family's type: the common fields and the family's own (its spec's network.fields). */
+export const networkEntry = z.discriminatedUnion(
+  'type',
+  // Typed by the common fields; the family's own are read by name (config/load.ts).
+  FAMILIES.map((f) => z.object({ type: z.literal(f.type), ...networkBase, ...f.network.fields }).passthrough()) as unknown as [
+    z.ZodObject<{ type: z.ZodLiteral<NetworkType> } & typeof networkBase>,
+  ],
+);
 export type NetworkEntry = z.infer<typeof networkEntry>;
 
 export const signerEntry = z
   .object({
     id: z.string().min(1),
     type: z.string().min(1),
-    config: z.object({ path: z.string().min(1), passphrase: secret }).passthrough().optional(),
+    config: z
+      .object({ path: z.string().min(1), passphrase: secret })
+      .passthrough()
+      .optional(),
     path: z.string().min(1).optional(),
     passphrase: secret.optional(),
   })
@@ -63,7 +60,7 @@ export const relayerEntry = z
     id: z.string().min(1),
     name: z.string().min(1),
     network: z.string().min(1),
-    network_type: z.enum(['evm', 'solana', 'stellar']),
+    network_type: z.enum(NETWORK_TYPES),
     paused: z.boolean().default(false),
     signer_id: z.string().min(1),
     notification_id: z.string().min(1).nullish(),

@@ -1,3 +1,4 @@
+import { specOf } from '../chains/families.js';
 import { createLocalSigner, type Signer, type SignerKind } from '../signers/index.js';
 import { readKeystoreFile } from '../signers/keystore.js';
 import { ConfigError, type Config } from './load.js';
@@ -23,10 +24,11 @@ export async function loadSigners(config: Config): Promise<SignerRegistry> {
   for (const r of config.relayers) {
     const secret = await secrets.get(r.signerId);
     if (!secret) continue;
-    const key = signerKey(r.signerId, r.networkType);
+    const kind = specOf(r.networkType).signerKind;
+    const key = signerKey(r.signerId, kind);
     if (registry.has(key)) continue;
     try {
-      registry.set(key, createLocalSigner(secret, r.networkType));
+      registry.set(key, createLocalSigner(secret, kind));
     } catch (e) {
       problems.push(`${r.where}.signer_id: signer "${r.signerId}" cannot sign for ${r.networkType}: ${(e as Error).message}`);
     }

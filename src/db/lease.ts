@@ -1,4 +1,4 @@
-import type { Runtime } from '../runtime.js';
+import type { Runtime } from '../core/runtime.js';
 import type { Db } from './client.js';
 
 /** How long a worker may hold a transaction row for one step before another may take it. */
@@ -52,7 +52,12 @@ export async function dropStaleLeases(rt: Pick<Runtime, 'db' | 'env' | 'instance
  * Gives claimed rows back in one statement, each due again at its time (null: no more work); a row
  * is released only if `owner` still holds the lease it was claimed with.
  */
-export async function release(prisma: Db, table: 'transactions' | 'deliveries', owner: string, rows: { id: string; leaseUntil: Date | null; dueAt: Date | null }[]) {
+export async function release(
+  prisma: Db,
+  table: 'transactions' | 'deliveries',
+  owner: string,
+  rows: { id: string; leaseUntil: Date | null; dueAt: Date | null }[],
+) {
   if (rows.length === 0) return;
   await prisma.$executeRawUnsafe(
     `UPDATE ${table} t SET lease_owner = NULL, lease_until = NULL, due_at = v.due_at::timestamp(3)

@@ -1,5 +1,5 @@
 import { startLoop } from '../lib/loop.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { Database } from './client.js';
 
 /**

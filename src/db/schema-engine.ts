@@ -29,11 +29,7 @@ function loadWasm(): Promise<void> {
 export async function openSchemaEngine(factory: SqlMigrationAwareDriverAdapterFactory) {
   await loadWasm();
   const schema = await readFile(path.join(prismaDir, 'schema.prisma'), 'utf8');
-  return bindings.SchemaEngine.new(
-    { datamodels: [['schema.prisma', schema]] },
-    () => {},
-    bindMigrationAwareSqlAdapterFactory(factory),
-  );
+  return bindings.SchemaEngine.new({ datamodels: [['schema.prisma', schema]] }, () => {}, bindMigrationAwareSqlAdapterFactory(factory));
 }
 
 export async function readMigrations(): Promise<bindings.MigrationList> {

@@ -1,14 +1,6 @@
 // Web3 Secret Storage ("V3") keystores: the encrypted JSON key format used by
 // geth, ethers, MetaMask exports and OpenZeppelin Relayer's `local` signer.
-import {
-  createCipheriv,
-  createDecipheriv,
-  pbkdf2,
-  randomBytes,
-  randomUUID,
-  scrypt,
-  timingSafeEqual,
-} from 'node:crypto';
+import { createCipheriv, createDecipheriv, pbkdf2, randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { keccak256 } from 'viem';
@@ -41,10 +33,7 @@ export interface KeystoreV3 {
     cipherparams: { iv: string };
     ciphertext: string;
     mac: string;
-  } & (
-    | { kdf: 'scrypt'; kdfparams: ScryptParams }
-    | { kdf: 'pbkdf2'; kdfparams: Pbkdf2Params }
-  );
+  } & ({ kdf: 'scrypt'; kdfparams: ScryptParams } | { kdf: 'pbkdf2'; kdfparams: Pbkdf2Params });
 }
 
 export interface EncryptOptions {
@@ -60,9 +49,7 @@ export interface EncryptOptions {
 const SECRET_LENGTH = 32;
 const DEFAULT_COST = 262144;
 
-type Kdf =
-  | { kdf: 'scrypt'; n: number; r: number; p: number; dklen: number; salt: Buffer }
-  | { kdf: 'pbkdf2'; c: number; dklen: number; salt: Buffer };
+type Kdf = { kdf: 'scrypt'; n: number; r: number; p: number; dklen: number; salt: Buffer } | { kdf: 'pbkdf2'; c: number; dklen: number; salt: Buffer };
 
 type ScryptKdf = Extract<Kdf, { kdf: 'scrypt' }>;
 
@@ -72,9 +59,7 @@ function nodeScrypt(passphrase: string, k: ScryptKdf): Promise<Buffer> {
   // Node's default maxmem (32 MiB) is too small for N=262144, r=8.
   const maxmem = 128 * k.r * (k.n + k.p + 2) + 1024 * 1024;
   return new Promise((resolve, reject) =>
-    scrypt(passphrase, k.salt, k.dklen, { N: k.n, r: k.r, p: k.p, maxmem }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
+    scrypt(passphrase, k.salt, k.dklen, { N: k.n, r: k.r, p: k.p, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
   );
 }
 
@@ -143,22 +128,74 @@ function blockMix(x: Uint32Array, scratch: Uint32Array, block: Uint32Array, r: n
 const rotl = (a: number, b: number) => (a << b) | (a >>> (32 - b));
 
 function salsa20_8(b: Uint32Array): void {
-  let x0 = b[0], x1 = b[1], x2 = b[2], x3 = b[3], x4 = b[4], x5 = b[5], x6 = b[6], x7 = b[7];
-  let x8 = b[8], x9 = b[9], x10 = b[10], x11 = b[11], x12 = b[12], x13 = b[13], x14 = b[14], x15 = b[15];
+  let x0 = b[0],
+    x1 = b[1],
+    x2 = b[2],
+    x3 = b[3],
+    x4 = b[4],
+    x5 = b[5],
+    x6 = b[6],
+    x7 = b[7];
+  let x8 = b[8],
+    x9 = b[9],
+    x10 = b[10],
+    x11 = b[11],
+    x12 = b[12],
+    x13 = b[13],
+    x14 = b[14],
+    x15 = b[15];
   for (let i = 0; i < 8; i += 2) {
     // column round
-    x4 ^= rotl(x0 + x12, 7); x8 ^= rotl(x4 + x0, 9); x12 ^= rotl(x8 + x4, 13); x0 ^= rotl(x12 + x8, 18);
-    x9 ^= rotl(x5 + x1, 7); x13 ^= rotl(x9 + x5, 9); x1 ^= rotl(x13 + x9, 13); x5 ^= rotl(x1 + x13, 18);
-    x14 ^= rotl(x10 + x6, 7); x2 ^= rotl(x14 + x10, 9); x6 ^= rotl(x2 + x14, 13); x10 ^= rotl(x6 + x2, 18);
-    x3 ^= rotl(x15 + x11, 7); x7 ^= rotl(x3 + x15, 9); x11 ^= rotl(x7 + x3, 13); x15 ^= rotl(x11 + x7, 18);
+    x4 ^= rotl(x0 + x12, 7);
+    x8 ^= rotl(x4 + x0, 9);
+    x12 ^= rotl(x8 + x4, 13);
+    x0 ^= rotl(x12 + x8, 18);
+    x9 ^= rotl(x5 + x1, 7);
+    x13 ^= rotl(x9 + x5, 9);
+    x1 ^= rotl(x13 + x9, 13);
+    x5 ^= rotl(x1 + x13, 18);
+    x14 ^= rotl(x10 + x6, 7);
+    x2 ^= rotl(x14 + x10, 9);
+    x6 ^= rotl(x2 + x14, 13);
+    x10 ^= rotl(x6 + x2, 18);
+    x3 ^= rotl(x15 + x11, 7);
+    x7 ^= rotl(x3 + x15, 9);
+    x11 ^= rotl(x7 + x3, 13);
+    x15 ^= rotl(x11 + x7, 18);
     // row round
-    x1 ^= rotl(x0 + x3, 7); x2 ^= rotl(x1 + x0, 9); x3 ^= rotl(x2 + x1, 13); x0 ^= rotl(x3 + x2, 18);
-    x6 ^= rotl(x5 + x4, 7); x7 ^= rotl(x6 + x5, 9); x4 ^= rotl(x7 + x6, 13); x5 ^= rotl(x4 + x7, 18);
-    x11 ^= rotl(x10 + x9, 7); x8 ^= rotl(x11 + x10, 9); x9 ^= rotl(x8 + x11, 13); x10 ^= rotl(x9 + x8, 18);
-    x12 ^= rotl(x15 + x14, 7); x13 ^= rotl(x12 + x15, 9); x14 ^= rotl(x13 + x12, 13); x15 ^= rotl(x14 + x13, 18);
+    x1 ^= rotl(x0 + x3, 7);
+    x2 ^= rotl(x1 + x0, 9);
+    x3 ^= rotl(x2 + x1, 13);
+    x0 ^= rotl(x3 + x2, 18);
+    x6 ^= rotl(x5 + x4, 7);
+    x7 ^= rotl(x6 + x5, 9);
+    x4 ^= rotl(x7 + x6, 13);
+    x5 ^= rotl(x4 + x7, 18);
+    x11 ^= rotl(x10 + x9, 7);
+    x8 ^= rotl(x11 + x10, 9);
+    x9 ^= rotl(x8 + x11, 13);
+    x10 ^= rotl(x9 + x8, 18);
+    x12 ^= rotl(x15 + x14, 7);
+    x13 ^= rotl(x12 + x15, 9);
+    x14 ^= rotl(x13 + x12, 13);
+    x15 ^= rotl(x14 + x13, 18);
   }
-  b[0] += x0; b[1] += x1; b[2] += x2; b[3] += x3; b[4] += x4; b[5] += x5; b[6] += x6; b[7] += x7;
-  b[8] += x8; b[9] += x9; b[10] += x10; b[11] += x11; b[12] += x12; b[13] += x13; b[14] += x14; b[15] += x15;
+  b[0] += x0;
+  b[1] += x1;
+  b[2] += x2;
+  b[3] += x3;
+  b[4] += x4;
+  b[5] += x5;
+  b[6] += x6;
+  b[7] += x7;
+  b[8] += x8;
+  b[9] += x9;
+  b[10] += x10;
+  b[11] += x11;
+  b[12] += x12;
+  b[13] += x13;
+  b[14] += x14;
+  b[15] += x15;
 }
 
 function computeMac(derivedKey: Buffer, ciphertext: Buffer): Buffer {
@@ -262,11 +299,7 @@ export async function decryptKeystore(json: unknown, passphrase: string): Promis
 }
 
 /** Encrypts a 32-byte secret into a V3 keystore object. */
-export async function encryptKeystore(
-  secret: Uint8Array,
-  passphrase: string,
-  opts: EncryptOptions = {},
-): Promise<KeystoreV3> {
+export async function encryptKeystore(secret: Uint8Array, passphrase: string, opts: EncryptOptions = {}): Promise<KeystoreV3> {
   if (secret.length !== SECRET_LENGTH) {
     throw new KeystoreError(`secret must be ${SECRET_LENGTH} bytes, got ${secret.length}`);
   }
@@ -326,13 +359,9 @@ export async function readKeystoreFile(path: string, passphrase: string): Promis
 }
 
 /** Writes a keystore with owner-only permissions; refuses to overwrite unless `overwrite`. */
-export async function writeKeystoreFile(
-  path: string,
-  keystore: KeystoreV3,
-  opts: { overwrite?: boolean } = {},
-): Promise<void> {
+export async function writeKeystoreFile(path: string, keystore: KeystoreV3, opts: { overwrite?: boolean } = {}): Promise<void> {
   try {
-    await writeFile(path, JSON.stringify(keystore, null, 2) + '\n', {
+    await writeFile(path, `${JSON.stringify(keystore, null, 2)}\n`, {
       mode: 0o600,
       flag: opts.overwrite ? 'w' : 'wx',
     });

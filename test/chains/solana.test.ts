@@ -25,7 +25,17 @@ import {
   type SolanaSignerLike,
 } from '../../src/chains/solana/index.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
-import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH as ZERO_BLOCKHASH, party, setComputeUnitLimit, SOL, SYSTEM, transferSol, type Party } from '../solana/support.js';
+import {
+  buildTx,
+  COMPUTE_BUDGET,
+  NO_BLOCKHASH as ZERO_BLOCKHASH,
+  party,
+  setComputeUnitLimit,
+  SOL,
+  SYSTEM,
+  transferSol,
+  type Party,
+} from '../solana/support.js';
 
 const TOKEN = address('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
 
@@ -97,7 +107,10 @@ describe('solana rpc client', () => {
   });
 
   it('fails over from a dead endpoint', async () => {
-    const client = createSolanaRpc([{ url: 'http://127.0.0.1:1', weight: 100 }, { url: stub.url, weight: 1 }]);
+    const client = createSolanaRpc([
+      { url: 'http://127.0.0.1:1', weight: 100 },
+      { url: stub.url, weight: 1 },
+    ]);
     for (let i = 0; i < 3; i++) expect(await client.getBalance(user.address)).toBeGreaterThan(0n);
   });
 });
@@ -109,7 +122,10 @@ describe('solana: prepare, sign, submit, confirm', () => {
     const wire = await userTransfer();
     const decoded = decodeSolanaTx(wire);
 
-    const prepared = await prepareSolanaTx({ transaction: wire }, { signer: relayer, rpc, policy: { max_allowed_fee_lamports: 10_000, min_balance: 1_000_000 } });
+    const prepared = await prepareSolanaTx(
+      { transaction: wire },
+      { signer: relayer, rpc, policy: { max_allowed_fee_lamports: 10_000, min_balance: 1_000_000 } },
+    );
     expect(prepared.fee).toBe(10_000n);
     // The user's blockhash was current, so it and the user's signature are kept.
     expect(prepared.blockhash).toBe(decoded.message.lifetimeToken);
@@ -168,14 +184,22 @@ describe('solana: prepare, sign, submit, confirm', () => {
 describe('solana: rejections', () => {
   it('requires the relayer as fee payer', async () => {
     const wire = await buildTx(user.address, [transferSol(user.address, dest.address, 1_000_000n)], await latestBlockhash(), [user.keyPair]);
-    await expectRequestError(prepareSolanaTx({ transaction: wire }, { signer: relayer, rpc }), 'transaction', new RegExp(`fee payer must be the relayer ${relayer.address}`));
+    await expectRequestError(
+      prepareSolanaTx({ transaction: wire }, { signer: relayer, rpc }),
+      'transaction',
+      new RegExp(`fee payer must be the relayer ${relayer.address}`),
+    );
   });
 
   it('rejects malformed input and missing co-signatures', async () => {
     await expectRequestError(prepareSolanaTx({ transaction: 'not base64!' }, { signer: relayer, rpc }), 'transaction', /base64/);
     await expectRequestError(prepareSolanaTx({ transaction: 'AAAA' }, { signer: relayer, rpc }), 'transaction', /not a valid Solana wire transaction/);
     const unsignedByUser = await buildTx(relayer.address as Address, [transferSol(user.address, dest.address, 1_000_000n)], await latestBlockhash());
-    await expectRequestError(prepareSolanaTx({ transaction: unsignedByUser }, { signer: relayer, rpc }), 'transaction', new RegExp(`missing signature of required signer ${user.address}`));
+    await expectRequestError(
+      prepareSolanaTx({ transaction: unsignedByUser }, { signer: relayer, rpc }),
+      'transaction',
+      new RegExp(`missing signature of required signer ${user.address}`),
+    );
   });
 
   it('rejects a tampered co-signature at submission', async () => {
@@ -203,7 +227,10 @@ describe('solana: rejections', () => {
     const broke = await party();
     const wire = await buildTx(broke.address, [setComputeUnitLimit(10_000)], await latestBlockhash());
     const prepared = await prepareSolanaTx({ transaction: wire }, { signer: signerFor(broke), rpc });
-    expect(await submitSolanaTx(rpc, prepared.wireBase64)).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/preflight failed: (AccountNotFound|InsufficientFundsForFee)/) });
+    expect(await submitSolanaTx(rpc, prepared.wireBase64)).toMatchObject({
+      outcome: 'rejected',
+      reason: expect.stringMatching(/preflight failed: (AccountNotFound|InsufficientFundsForFee)/),
+    });
   });
 
   it('reports a transaction that lands with an error as failed', async () => {
@@ -219,7 +246,11 @@ describe('solana: rejections', () => {
 
 describe('solana policy', () => {
   async function expectViolation(policy: SolanaPolicy, rule: string, wire?: string) {
-    await expectRequestError(prepareSolanaTx({ transaction: wire ?? (await userTransfer()) }, { signer: relayer, rpc, policy }), `policy.${rule}`, new RegExp(`policy ${rule}:`));
+    await expectRequestError(
+      prepareSolanaTx({ transaction: wire ?? (await userTransfer()) }, { signer: relayer, rpc, policy }),
+      `policy.${rule}`,
+      new RegExp(`policy ${rule}:`),
+    );
   }
 
   it('enforces program and account lists', async () => {
@@ -227,7 +258,10 @@ describe('solana policy', () => {
     await expectViolation({ disallowed_accounts: [dest.address] }, 'disallowed_accounts');
     await expectViolation({ allowed_accounts: [user.address] }, 'allowed_accounts');
     await expect(
-      prepareSolanaTx({ transaction: await userTransfer() }, { signer: relayer, rpc, policy: { allowed_programs: [SYSTEM], allowed_accounts: [user.address, dest.address] } }),
+      prepareSolanaTx(
+        { transaction: await userTransfer() },
+        { signer: relayer, rpc, policy: { allowed_programs: [SYSTEM], allowed_accounts: [user.address, dest.address] } },
+      ),
     ).resolves.toMatchObject({ signature: expect.any(String) });
   });
 

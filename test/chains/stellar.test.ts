@@ -1,4 +1,4 @@
-import { Account, Asset, Keypair, Memo, Networks, Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
+import { Account, Asset, Keypair, type Memo, Networks, Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildFromOperations,
@@ -121,7 +121,13 @@ describe('stellar rpc client', () => {
   });
 
   it('fails over from a dead endpoint', async () => {
-    const client = createStellarRpc([{ url: 'http://127.0.0.1:1', weight: 100 }, { url: stub.url, weight: 1 }], { timeoutMs: 1_000 });
+    const client = createStellarRpc(
+      [
+        { url: 'http://127.0.0.1:1', weight: 100 },
+        { url: stub.url, weight: 1 },
+      ],
+      { timeoutMs: 1_000 },
+    );
     for (let i = 0; i < 3; i++) expect((await client.getNetwork()).passphrase).toBe(passphrase);
   });
 
@@ -224,11 +230,7 @@ describe('stellar: build from operations, sign, submit, confirm', () => {
     expectRequestError(() => request({ operations: [payment('1.5')] }), 'operations[0].amount', /integer number of stroops/);
     expectRequestError(() => request({ operations: [payment(0)] }), 'operations[0].amount', /between 1/);
     expectRequestError(() => request({ operations: [{ ...payment(), destination: 'GABC' }] }), 'operations[0].destination', /account address/);
-    expectRequestError(
-      () => request({ operations: [payment()], memo: { type: 'text', value: 'x'.repeat(29) } }),
-      'memo.value',
-      /28 bytes/,
-    );
+    expectRequestError(() => request({ operations: [payment()], memo: { type: 'text', value: 'x'.repeat(29) } }), 'memo.value', /28 bytes/);
     expectRequestError(() => request({ operations: [payment()], memo: { type: 'id', value: '18446744073709551616' } }), 'memo.value', /uint64/);
     expectRequestError(() => request({ operations: [payment()], memo: { type: 'hash', value: 'abcd' } }), 'memo.value', /32 bytes/);
     expectRequestError(() => request({ operations: [payment()], valid_until: 'tomorrow' }), 'valid_until', /RFC 3339/);
@@ -271,11 +273,7 @@ describe('stellar: build from operations, sign, submit, confirm', () => {
     const two = request({ operations: [payment(), payment()] });
     await expectRejects(buildFromOperations(two, { ...ctx, policy: { max_fee: 150 } }), 'policy.max_fee', /200 stroops exceeds/);
     const balance = stub.account(relayer.address)!.balance;
-    await expectRejects(
-      buildFromOperations(two, { ...ctx, policy: { min_balance: Number(balance) } }),
-      'policy.min_balance',
-      /below its min_balance/,
-    );
+    await expectRejects(buildFromOperations(two, { ...ctx, policy: { min_balance: Number(balance) } }), 'policy.min_balance', /below its min_balance/);
     await expect(buildFromOperations(two, { ...ctx, policy: { max_fee: 200, min_balance: 1 } })).resolves.toMatchObject({ fee: 200n });
   });
 
@@ -302,7 +300,11 @@ describe('stellar: transaction_xdr', () => {
       .setTimeout(60)
       .build();
     const req = request({ transaction_xdr: unsigned.toXDR() });
-    await expectRejects(prepareFromXdr(req, { source: relayer, networkPassphrase: passphrase, expectedSequence: sequence + 1n }), 'transaction_xdr', /not the relayer's next sequence/);
+    await expectRejects(
+      prepareFromXdr(req, { source: relayer, networkPassphrase: passphrase, expectedSequence: sequence + 1n }),
+      'transaction_xdr',
+      /not the relayer's next sequence/,
+    );
 
     const built = await prepareFromXdr(req, { source: relayer, networkPassphrase: passphrase, expectedSequence: sequence });
     expect(built).toMatchObject({ sequence, feeBump: false, usesRelayerSequence: true, hash: unsigned.hash().toString('hex') });

@@ -47,7 +47,10 @@ describe('relayer start-up checks', () => {
       details: 'the RPC endpoint reports chain id 31338, but network "localnet" has chain_id 31337',
     });
     const refused = await send(svc, { to: RECEIVER, value: '1' });
-    expect(refused.errors![0].extensions).toMatchObject({ code: 'BAD_REQUEST', detail: expect.stringMatching(/relayer evm-relayer is disabled: the RPC endpoint reports chain id 31338/) });
+    expect(refused.errors![0].extensions).toMatchObject({
+      code: 'BAD_REQUEST',
+      detail: expect.stringMatching(/relayer evm-relayer is disabled: the RPC endpoint reports chain id 31338/),
+    });
 
     await rpc(anvil.url, 'anvil_setChainId', [31337]);
     const enabled = await waitRelayer(svc, (r) => !r.systemDisabled);

@@ -13,7 +13,11 @@ export const RELAYER = 'evm-relayer';
 
 /** A JSON-RPC call straight to the node (anvil test controls included). */
 export async function rpc<T = any>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = (await res.json()) as { result?: T; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result as T;
@@ -70,8 +74,7 @@ export async function waitBroadcast(svc: TestService, url: string, id: string, m
 export const OTHER_ACCOUNT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
 // Init code of a contract whose every call reverts with Error("nope").
-const REVERTER_RUNTIME =
-  '7f08c379a0' + '00'.repeat(28) + '600052' + '6020600452' + '6004602452' + '7f6e6f7065' + '00'.repeat(28) + '604452' + '60646000fd';
+const REVERTER_RUNTIME = `7f08c379a0${'00'.repeat(28)}600052602060045260046024527f6e6f7065${'00'.repeat(28)}60445260646000fd`;
 export const REVERTER_INIT_CODE = `0x6057600c60003960576000f3${REVERTER_RUNTIME}`;
 
 /** Deploys the always-reverting contract from OTHER_ACCOUNT; returns its address. */
@@ -110,7 +113,11 @@ export async function switchableProxy(target = '') {
     url: `http://127.0.0.1:${port}`,
     set: (on: boolean) => void (up = on),
     target: (url: string) => void (target = url),
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 

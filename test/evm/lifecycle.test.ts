@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
-import { deployReverter, getTx, RECEIVER, RELAYER, reportedStatuses, rpc, send, sendOk, switchableProxy, waitBroadcast, waitFor, waitStatus } from './helpers.js';
+import {
+  deployReverter,
+  getTx,
+  RECEIVER,
+  RELAYER,
+  reportedStatuses,
+  rpc,
+  send,
+  sendOk,
+  switchableProxy,
+  waitBroadcast,
+  waitFor,
+  waitStatus,
+} from './helpers.js';
 
 const UPDATE = `mutation U($id: ID!, $input: UpdateRelayerInput!) { updateRelayer(id: $id, input: $input) { id policies paused } }`;
 const CANCEL = `mutation C($relayerId: ID!, $id: ID!) { cancelTransaction(relayerId: $relayerId, id: $id) { id status statusReason nonce hash } }`;
@@ -108,7 +121,9 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
 
   it('refuses requests that break a policy with a 400 naming the rule, and allocates no nonce for them', async () => {
     const before = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
-    expect(await badRequest({ to: RECEIVER, value: '1', validUntil: new Date(Date.now() - 1000).toISOString() })).toMatch(/^valid_until: must be in the future/);
+    expect(await badRequest({ to: RECEIVER, value: '1', validUntil: new Date(Date.now() - 1000).toISOString() })).toMatch(
+      /^valid_until: must be in the future/,
+    );
 
     await setPolicies({ whitelist_receivers: ['0x1111111111111111111111111111111111111111'] });
     expect(await badRequest({ to: RECEIVER, value: '1' })).toMatch(/^to: .* not in the relayer's whitelist_receivers policy/);
@@ -147,7 +162,11 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     } finally {
       await setPolicies(null);
     }
-    const b = await waitStatus(svc, (await sendOk(svc, { to: RECEIVER, value: '1', maxFeePerGas: '9000000000', maxPriorityFeePerGas: '2000000000' })).id, 'confirmed');
+    const b = await waitStatus(
+      svc,
+      (await sendOk(svc, { to: RECEIVER, value: '1', maxFeePerGas: '9000000000', maxPriorityFeePerGas: '2000000000' })).id,
+      'confirmed',
+    );
     expect(b).toMatchObject({ maxFeePerGas: '9000000000', maxPriorityFeePerGas: '2000000000', speed: null });
     const c = await waitStatus(svc, (await sendOk(svc, { to: RECEIVER, value: '1', gasPrice: '8000000000' })).id, 'confirmed');
     expect(c).toMatchObject({ gasPrice: '8000000000', maxFeePerGas: null });
@@ -216,7 +235,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
 
   it('cancels a transaction not yet sent at once, and still consumes its nonce so later ones are mined', async () => {
     proxy.set(false);
-    let tx;
+    let tx: Awaited<ReturnType<typeof sendOk>> | undefined;
     try {
       tx = await sendOk(svc, { to: RECEIVER, value: '1' });
       const r = await svc.gql(CANCEL, { relayerId: RELAYER, id: tx.id });
@@ -252,11 +271,15 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
       expect(onChain.value).toBe('0x2');
       expect(Number(onChain.nonce)).toBe(submitted.nonce);
     });
-    const bad = await svc.gql(REPLACE, { relayerId: RELAYER, id: (await sendOk(svc)).id, input: { to: RECEIVER, value: '1', validUntil: '2000-01-01T00:00:00Z' } });
+    const bad = await svc.gql(REPLACE, {
+      relayerId: RELAYER,
+      id: (await sendOk(svc)).id,
+      input: { to: RECEIVER, value: '1', validUntil: '2000-01-01T00:00:00Z' },
+    });
     expect(bad.errors![0].extensions.detail).toBe('valid_until: must be in the future');
   });
 
-  it('reports mined until the network\'s required_confirmations are reached, then confirmed', async () => {
+  it("reports mined until the network's required_confirmations are reached, then confirmed", async () => {
     const network = svc.rt.config.networks.get('evm:localnet')!;
     network.requiredConfirmations = 3;
     try {
@@ -276,7 +299,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
   it('accepts a transaction while the network is unreachable, and estimates, signs and sends it once it is back', async () => {
     await waitStatus(svc, (await sendOk(svc)).id, 'confirmed');
     proxy.set(false);
-    let tx;
+    let tx: Awaited<ReturnType<typeof sendOk>> | undefined;
     try {
       // With data, the gas limit needs an estimate from the node.
       tx = await sendOk(svc, { to: RECEIVER, value: '3', data: '0x1234' });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkRelayer } from '../../src/modules/relayers/checks.js';
+import { checkRelayer } from '../../src/core/relayers/checks.js';
 import { DEV_ADDRESS, startTestService, type TestService } from '../support/service.js';
 import { RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from './helpers.js';
 
@@ -38,7 +38,7 @@ describe('nonce reconciliation with the chain', () => {
 
   const nextNonce = async () => (await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } })).nextNonce!;
 
-  it('moves a transaction whose nonce was used behind the relayer\'s back to a new nonce, and mines it once', async () => {
+  it("moves a transaction whose nonce was used behind the relayer's back to a new nonce, and mines it once", async () => {
     const used = await sendBehindItsBack(url);
     const tx = await sendOk(svc, { to: RECEIVER, value: '42' });
     expect(tx.nonce).toBe(used);

@@ -17,11 +17,11 @@ const STAGES = ['signed', 'saved', 'broadcast'] as const;
 
 type Action = 'send' | 'resubmit' | 'cancel' | 'replace' | 'expire';
 /** How each signing path is reached: what is sent, whether the node holds it unmined, what the client then does. */
-const PATHS: Record<Action, { hold: boolean; validForMs?: number; then?: 'cancel' | 'replace' }> = {
+const PATHS: Record<Action, { hold: boolean; validForMs?: number; client?: 'cancel' | 'replace' }> = {
   send: { hold: false },
   resubmit: { hold: true },
-  cancel: { hold: true, then: 'cancel' },
-  replace: { hold: true, then: 'replace' },
+  cancel: { hold: true, client: 'cancel' },
+  replace: { hold: true, client: 'replace' },
   expire: { hold: true, validForMs: 4_000 },
 };
 
@@ -61,7 +61,7 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
           if (res?.status === 200) ids.push(((await res.json()) as any).data.id);
         });
         await Promise.all(sends);
-        if (how.then) {
+        if (how.client) {
           // Once the first is out on the node, the client cancels or replaces it.
           const target = ids[0];
           for (let i = 0; i < 200; i++) {
@@ -69,7 +69,10 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
             if (tx.status === 'submitted') break;
             await new Promise((r) => setTimeout(r, 50));
           }
-          const res = how.then === 'cancel' ? await armed.request('DELETE', `${TXS}/${target}`) : await armed.request('PUT', `${TXS}/${target}`, { to: RECEIVER, value: 2000 });
+          const res =
+            how.client === 'cancel'
+              ? await armed.request('DELETE', `${TXS}/${target}`)
+              : await armed.request('PUT', `${TXS}/${target}`, { to: RECEIVER, value: 2000 });
           expect(res.status).toBe(200);
         }
         await armed.crashed;
@@ -89,8 +92,13 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
         await new Promise((r) => setTimeout(r, 2_500));
 
         expect(ids.length).toBe(3);
-        for (const id of ids) expect(rows.find((r) => r.id === id), id).toBeDefined();
-        if (action === 'send' || action === 'resubmit') expect(rows.filter((r) => ids.includes(r.id)).map((r) => r.status)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+        for (const id of ids)
+          expect(
+            rows.find((r) => r.id === id),
+            id,
+          ).toBeDefined();
+        if (action === 'send' || action === 'resubmit')
+          expect(rows.filter((r) => ids.includes(r.id)).map((r) => r.status)).toEqual(['confirmed', 'confirmed', 'confirmed']);
         if (action === 'cancel') expect(['canceled', 'confirmed']).toContain(rows.find((r) => r.id === ids[0]).status);
         if (action === 'expire') expect(rows.filter((r) => ['expired', 'confirmed'].includes(r.status)).length).toBe(rows.length);
 
@@ -107,7 +115,8 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
         const mined: string[] = [];
         for (let b = 0; b <= head; b++) {
           const block = await rpc(anvil.url, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, true]);
-          for (const t of block.transactions) if (t.from.toLowerCase() === DEV_ADDRESS.toLowerCase() && t.to?.toLowerCase() === RECEIVER.toLowerCase()) mined.push(BigInt(t.value).toString());
+          for (const t of block.transactions)
+            if (t.from.toLowerCase() === DEV_ADDRESS.toLowerCase() && t.to?.toLowerCase() === RECEIVER.toLowerCase()) mined.push(BigInt(t.value).toString());
         }
         const confirmed = rows.filter((r) => r.status === 'confirmed').map((r) => String(r.value));
         expect(mined.sort()).toEqual(confirmed.sort());

@@ -22,7 +22,8 @@ async function transfersOnChain(url: string, values: string[]) {
   const seen = new Map<string, number>();
   for (let b = 0; b <= head; b++) {
     const block = await rpc(url, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, true]);
-    for (const t of block.transactions) if (t.from.toLowerCase() === DEV_ADDRESS.toLowerCase()) seen.set(BigInt(t.value).toString(), (seen.get(BigInt(t.value).toString()) ?? 0) + 1);
+    for (const t of block.transactions)
+      if (t.from.toLowerCase() === DEV_ADDRESS.toLowerCase()) seen.set(BigInt(t.value).toString(), (seen.get(BigInt(t.value).toString()) ?? 0) + 1);
   }
   return values.map((v) => seen.get(v) ?? 0);
 }
@@ -71,7 +72,7 @@ describe('a nonce the chain passed with no receipt in sight', () => {
     await anvil?.stop();
   });
 
-  it('is not taken for someone else\'s when the node just does not give receipts: the transaction mined is found to be ours, nothing is sent again', async () => {
+  it("is not taken for someone else's when the node just does not give receipts: the transaction mined is found to be ours, nothing is sent again", async () => {
     proxy.state.intercept = noReceipts;
     const start = Number(await rpc(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']));
     const values = ['1001', '1002', '1003', '1004', '1005'];

@@ -28,7 +28,10 @@ afterEach(async () => {
 
 let nextValue = 1_000;
 /** A recipient of this test only, so its balance is exactly what the relayer sent it. */
-const freshReceiver = () => `0x${'fa'.repeat(10)}${Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, '0')}${'0'.repeat(11)}1`;
+const freshReceiver = () =>
+  `0x${'fa'.repeat(10)}${Math.floor(Math.random() * 2 ** 32)
+    .toString(16)
+    .padStart(8, '0')}${'0'.repeat(11)}1`;
 
 async function setUp(opts: { rpcUrls?: (anvil: string) => string[] | Promise<string[]>; env?: Record<string, string> } = {}) {
   const anvil: AnvilInstance = await startAnvil({ blockTime: 1 });
@@ -81,7 +84,8 @@ async function waitAllFinal(s: Setup, ms: number) {
   for (;;) {
     const rows = await allTransactions(s.instance).catch(() => null);
     if (rows && rows.length >= s.accepted.size && rows.every((r) => FINAL.includes(r.status))) return rows;
-    if (Date.now() > deadline) throw new Error(`not all final after ${ms} ms: ${JSON.stringify(rows?.filter((r) => !FINAL.includes(r.status)))}\n${s.instance.output().slice(-3000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`not all final after ${ms} ms: ${JSON.stringify(rows?.filter((r) => !FINAL.includes(r.status)))}\n${s.instance.output().slice(-3000)}`);
     await sleep(500);
   }
 }
@@ -98,7 +102,8 @@ async function expectExactlyOnce(s: Setup, rows: any[]) {
   const head = Number(await rpc(s.anvil.url, 'eth_blockNumber'));
   for (let b = 0; b <= head; b++) {
     const block = await rpc(s.anvil.url, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, true]);
-    for (const t of block.transactions) if (t.to?.toLowerCase() === s.receiver.toLowerCase()) seen.set(BigInt(t.value).toString(), (seen.get(BigInt(t.value).toString()) ?? 0) + 1);
+    for (const t of block.transactions)
+      if (t.to?.toLowerCase() === s.receiver.toLowerCase()) seen.set(BigInt(t.value).toString(), (seen.get(BigInt(t.value).toString()) ?? 0) + 1);
   }
   expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(rows.map((r) => [r.value, 1])));
   const total = rows.reduce((sum, r) => sum + BigInt(r.value), 0n);
@@ -176,7 +181,10 @@ describe('Redis gone', () => {
     const during = [];
     for (let i = 0; i < 8; i++) during.push(await sendOne(s));
     const statuses = during.map((a) => a.status);
-    expect(statuses.every((st) => st === 200 || st === 429), JSON.stringify(during)).toBe(true);
+    expect(
+      statuses.every((st) => st === 200 || st === 429),
+      JSON.stringify(during),
+    ).toBe(true);
     expect(statuses.filter((st) => st === 200).length).toBeGreaterThanOrEqual(3);
     expect(statuses).toContain(429);
     expect(during.find((a) => a.status === 429)!.body).toMatchObject({ success: false, message: 'Too Many Requests' });

@@ -27,7 +27,15 @@ async function startProcess(configFile: string, env: Record<string, string> = {}
     await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       timeout: 60_000,
-      env: { PATH: process.env.PATH, CONFIG_PATH: configFile, DATA_DIR: path.join(dir, 'data'), API_KEY: 'k'.repeat(32), PORT: '0', LOG_LEVEL: 'silent', ...env },
+      env: {
+        PATH: process.env.PATH,
+        CONFIG_PATH: configFile,
+        DATA_DIR: path.join(dir, 'data'),
+        API_KEY: 'k'.repeat(32),
+        PORT: '0',
+        LOG_LEVEL: 'silent',
+        ...env,
+      },
     });
     return { code: 0, stderr: '' };
   } catch (e) {
@@ -46,12 +54,19 @@ describe('config file', () => {
     (config.relayers[0] as any).policies = { gas_price_cap: 100000000000000000000, whitelist_receivers: [DEV_ADDRESS] };
     (config.relayers[0] as any).custom_rpc_urls = ['http://127.0.0.1:9999', { url: 'http://127.0.0.1:8545', weight: 30 }];
     const loaded = await loadConfig(await writeConfig('full.json', config), { HOOK_KEY: 'secret-key' });
-    expect(loaded.networks.get('evm:localnet')).toMatchObject({ chainId: 31337, requiredConfirmations: 1, rpcUrls: [{ url: 'http://127.0.0.1:8545', weight: 100 }] });
+    expect(loaded.networks.get('evm:localnet')).toMatchObject({
+      chainId: 31337,
+      requiredConfirmations: 1,
+      rpcUrls: [{ url: 'http://127.0.0.1:8545', weight: 100 }],
+    });
     expect(loaded.notifications).toEqual([{ id: 'n1', type: 'webhook', url: 'https://example.test/hook', signingKey: 'secret-key' }]);
     expect(loaded.relayers[0]).toMatchObject({
       id: 'evm-relayer',
       notificationId: 'n1',
-      customRpcUrls: [{ url: 'http://127.0.0.1:9999', weight: 100 }, { url: 'http://127.0.0.1:8545', weight: 30 }],
+      customRpcUrls: [
+        { url: 'http://127.0.0.1:9999', weight: 100 },
+        { url: 'http://127.0.0.1:8545', weight: 30 },
+      ],
     });
     expect(loaded.relayers[0].policies.whitelist_receivers).toEqual([DEV_ADDRESS]);
     const signers = await loadSigners(loaded);
@@ -78,7 +93,12 @@ describe('config file', () => {
     );
     const config = { ...base(), networks: './networks' };
     const loaded = await loadConfig(await writeConfig('dir.json', config));
-    expect(loaded.networks.get('evm:localnet')).toMatchObject({ chainId: 31337, requiredConfirmations: 12, symbol: 'ETH', rpcUrls: [{ url: 'http://127.0.0.1:8545', weight: 50 }] });
+    expect(loaded.networks.get('evm:localnet')).toMatchObject({
+      chainId: 31337,
+      requiredConfirmations: 12,
+      symbol: 'ETH',
+      rpcUrls: [{ url: 'http://127.0.0.1:8545', weight: 50 }],
+    });
   });
 
   it('reports every problem at once, naming the file, the entry and the field', async () => {
@@ -109,9 +129,17 @@ describe('config file', () => {
 
 describe('start-up refuses a broken config with a clear message and a non-zero exit', () => {
   const cases: [string, (c: ReturnType<typeof base>) => unknown, RegExp][] = [
-    ['a wrong keystore passphrase', (c) => (c.signers[0].config.passphrase.value = 'wrong', c), /signers\[0\] \("dev-signer"\)\.config: cannot decrypt keystore .*wrong passphrase/],
-    ['a missing signer', (c) => ((c.relayers[0] as any).signer_id = 'missing', c), /relayers\[0\] \("evm-relayer"\)\.signer_id: unknown signer "missing"/],
-    ['an unknown network', (c) => ((c.relayers[0] as any).network = 'mainnet-typo', c), /relayers\[0\] \("evm-relayer"\)\.network: unknown evm network "mainnet-typo"/],
+    [
+      'a wrong keystore passphrase',
+      (c) => ((c.signers[0].config.passphrase.value = 'wrong'), c),
+      /signers\[0\] \("dev-signer"\)\.config: cannot decrypt keystore .*wrong passphrase/,
+    ],
+    ['a missing signer', (c) => (((c.relayers[0] as any).signer_id = 'missing'), c), /relayers\[0\] \("evm-relayer"\)\.signer_id: unknown signer "missing"/],
+    [
+      'an unknown network',
+      (c) => (((c.relayers[0] as any).network = 'mainnet-typo'), c),
+      /relayers\[0\] \("evm-relayer"\)\.network: unknown evm network "mainnet-typo"/,
+    ],
     ['a duplicate id', (c) => (c.signers.push({ ...c.signers[0] }), c), /signers\[1\] \("dev-signer"\)\.id: duplicate signer id "dev-signer"/],
     ['a file that is not JSON', () => '{ "relayers": [', /not valid JSON/],
   ];
@@ -130,4 +158,3 @@ describe('start-up refuses a broken config with a clear message and a non-zero e
     expect(stderr).not.toContain('too-short');
   });
 });
-

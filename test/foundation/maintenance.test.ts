@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.js';
 import { startMaintenance } from '../../src/db/maintenance.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/lib/log.js';
 
 let db: Database;
 let maintenance: ReturnType<typeof startMaintenance> | undefined;
@@ -20,8 +20,7 @@ async function writes(n: number) {
   for (let i = 0; i < n; i++) await db.prisma.$executeRawUnsafe('UPDATE churn SET v = v + 1');
 }
 
-const checkpoint = async () =>
-  (await db.prisma.$queryRawUnsafe<{ lsn: string }[]>('SELECT checkpoint_lsn::text AS lsn FROM pg_control_checkpoint()'))[0].lsn;
+const checkpoint = async () => (await db.prisma.$queryRawUnsafe<{ lsn: string }[]>('SELECT checkpoint_lsn::text AS lsn FROM pg_control_checkpoint()'))[0].lsn;
 
 async function churnStats() {
   const [row] = await db.prisma.$queryRawUnsafe<{ vacuums: bigint; analyzed: Date | null; live: bigint; dead: bigint }[]>(

@@ -4,10 +4,10 @@ import { openDatabase, type Database } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
-import { emitTransactionUpdates } from '../../src/modules/notifications/events.js';
-import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/modules/transactions/sql.js';
-import { saveTransactions } from '../../src/modules/transactions/store.js';
-import type { Runtime } from '../../src/runtime.js';
+import { emitTransactionUpdates } from '../../src/core/notifications/events.js';
+import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
+import { saveTransactions } from '../../src/core/transactions/store.js';
+import type { Runtime } from '../../src/core/runtime.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
@@ -24,7 +24,9 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     } else {
       db = await openDatabase({ inMemory: true });
     }
-    await db.prisma.relayer.create({ data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} } });
+    await db.prisma.relayer.create({
+      data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },
+    });
     await db.prisma.notification.create({ data: { id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' } });
   });
   afterAll(async () => {
@@ -32,6 +34,8 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     await drop?.();
   });
 
+  /** The relayer of every row, here without a notification: the insert queues no delivery. */
+  const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
   const full = (nonce: bigint): NewTransaction => ({
     id: randomUUID(),
     relayerId: 'r',
@@ -52,14 +56,27 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     requestDigest: 'digest',
   });
   const bare: NewTransaction = {
-    id: randomUUID(), relayerId: 'r', networkType: 'solana', from: 'addr', to: null, data: null, nonce: null, gasLimit: null, gasPrice: null,
-    maxFeePerGas: null, maxPriorityFeePerGas: null, speed: null, validUntil: new Date('2031-01-02T03:04:05.000Z'), request: { transaction: 'AQ==' },
-    idempotencyKey: null, requestDigest: null,
+    id: randomUUID(),
+    relayerId: 'r',
+    networkType: 'solana',
+    from: 'addr',
+    to: null,
+    data: null,
+    nonce: null,
+    gasLimit: null,
+    gasPrice: null,
+    maxFeePerGas: null,
+    maxPriorityFeePerGas: null,
+    speed: null,
+    validUntil: new Date('2031-01-02T03:04:05.000Z'),
+    request: { transaction: 'AQ==' },
+    idempotencyKey: null,
+    requestDigest: null,
   };
 
   it('inserts rows in the order given and returns each exactly as Prisma reads it', async () => {
     const rows = [full(7n), bare, full(8n)].map((r, i) => (i === 2 ? { ...r, idempotencyKey: 'key-2' } : r));
-    const written = await db.prisma.$transaction((tx) => insertTransactions(tx, rows));
+    const written = await db.prisma.$transaction((tx) => insertTransactions(tx, rows, NO_HOOK));
     expect(written.map((t) => t.id)).toEqual(rows.map((r) => r.id));
     for (const t of written) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
     expect(written[0]).toMatchObject({ status: 'pending', value: rows[0].value, nonce: 7n, gasLimit: 23_100n, hashes: [], attempts: 0 });
@@ -68,14 +85,20 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   it('reports a repeated idempotency key as a unique violation', async () => {
     const first = { ...full(20n), idempotencyKey: 'dup' };
-    await db.prisma.$transaction((tx) => insertTransactions(tx, [first]));
-    const again = await db.prisma.$transaction((tx) => insertTransactions(tx, [{ ...full(21n), idempotencyKey: 'dup' }])).catch((e) => e);
+    await db.prisma.$transaction((tx) => insertTransactions(tx, [first], NO_HOOK));
+    const again = await db.prisma.$transaction((tx) => insertTransactions(tx, [{ ...full(21n), idempotencyKey: 'dup' }], NO_HOOK)).catch((e) => e);
     expect(isUniqueViolation(again)).toBe(true);
     expect(isUniqueViolation(new Error('other'))).toBe(false);
   });
 
   it('claims due rows and reads them back as Prisma does', async () => {
-    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', { owner: 'me', limit: 10, leaseMs: 30_000, where: 'true', returning: TRANSACTION_COLUMNS });
+    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', {
+      owner: 'me',
+      limit: 10,
+      leaseMs: 30_000,
+      where: 'true',
+      returning: TRANSACTION_COLUMNS,
+    });
     expect(claimed.length).toBeGreaterThan(0);
     for (const t of claimed) {
       expect(t.leaseOwner).toBe('me');
@@ -84,9 +107,14 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('queues webhook deliveries in the order given', async () => {
-    const [tx] = await db.prisma.$transaction((t) => insertTransactions(t, [{ ...full(9n), idempotencyKey: null }]));
+    const [tx] = await db.prisma.$transaction((t) => insertTransactions(t, [{ ...full(9n), idempotencyKey: null }], NO_HOOK));
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
-    await db.prisma.$transaction((t) => emitTransactionUpdates(t, statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } }))));
+    await db.prisma.$transaction((t) =>
+      emitTransactionUpdates(
+        t,
+        statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })),
+      ),
+    );
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
     expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);
     expect(queued.every((d) => d.status === 'pending' && d.notificationId === 'hook' && d.relayerId === 'r')).toBe(true);
@@ -95,13 +123,24 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   it('saves a batch of leased rows: each its own changes, read back as Prisma reads them; a row whose lease was taken is left alone', async () => {
     await db.prisma.relayer.update({ where: { id: 'r' }, data: { notificationId: 'hook' } });
     const rows = [full(30n), full(31n), full(32n)].map((r) => ({ ...r, idempotencyKey: null }));
-    await db.prisma.$transaction((t) => insertTransactions(t, rows));
+    await db.prisma.$transaction((t) => insertTransactions(t, rows, NO_HOOK));
     const ids = rows.map((r) => `'${r.id}'`).join(', ');
-    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', { owner: 'w', limit: 10, leaseMs: 30_000, where: `id IN (${ids})`, orderBy: 'nonce', returning: TRANSACTION_COLUMNS });
+    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', {
+      owner: 'w',
+      limit: 10,
+      leaseMs: 30_000,
+      where: `id IN (${ids})`,
+      orderBy: 'nonce',
+      returning: TRANSACTION_COLUMNS,
+    });
     const [a, b, c] = rows.map((r) => claimed.find((t) => t.id === r.id)!);
     await db.prisma.transaction.update({ where: { id: c.id }, data: { leaseOwner: 'other' } });
     const published: [string, string][] = [];
-    const rt = { prisma: db.prisma, pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) }, wakeDeliveries: () => {} } as unknown as Runtime;
+    const rt = {
+      prisma: db.prisma,
+      pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) },
+      wakeDeliveries: () => {},
+    } as unknown as Runtime;
     const sentAt = new Date('2030-01-01T00:00:00.123Z');
     const dueAt = new Date('2030-01-01T00:00:05.456Z');
 
@@ -113,12 +152,37 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
     expect([...saved.keys()].sort()).toEqual([a.id, b.id].sort());
     for (const id of [a.id, b.id]) expect(saved.get(id)).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id } }));
-    expect(saved.get(a.id)).toMatchObject({ status: 'sent', hash: '0xaa', hashes: ['0xaa'], chainState: { phase: 'signed', list: [1, 'x'] }, leaseOwner: 'w', request: rows[0].request, value: rows[0].value });
-    expect(saved.get(b.id)).toMatchObject({ status: 'submitted', sentAt, dueAt, hash: null, hashes: [], leaseOwner: null, leaseUntil: null, data: rows[1].data });
+    expect(saved.get(a.id)).toMatchObject({
+      status: 'sent',
+      hash: '0xaa',
+      hashes: ['0xaa'],
+      chainState: { phase: 'signed', list: [1, 'x'] },
+      leaseOwner: 'w',
+      request: rows[0].request,
+      value: rows[0].value,
+    });
+    expect(saved.get(b.id)).toMatchObject({
+      status: 'submitted',
+      sentAt,
+      dueAt,
+      hash: null,
+      hashes: [],
+      leaseOwner: null,
+      leaseUntil: null,
+      data: rows[1].data,
+    });
     expect(await db.prisma.transaction.findUniqueOrThrow({ where: { id: c.id } })).toMatchObject({ status: 'pending', hash: null, leaseOwner: 'other' });
 
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: { in: [a.id, b.id, c.id] } }, orderBy: { seq: 'asc' } });
-    expect(queued.map((d) => [d.transactionId, JSON.parse(d.body).payload.status])).toEqual([[a.id, 'sent'], [b.id, 'sent'], [b.id, 'submitted']]);
-    expect(published.filter(([, e]) => e.startsWith('transaction:id'))).toEqual([[a.id, 'transaction:id:sent'], [b.id, 'transaction:id:sent'], [b.id, 'transaction:id:submitted']]);
+    expect(queued.map((d) => [d.transactionId, JSON.parse(d.body).payload.status])).toEqual([
+      [a.id, 'sent'],
+      [b.id, 'sent'],
+      [b.id, 'submitted'],
+    ]);
+    expect(published.filter(([, e]) => e.startsWith('transaction:id'))).toEqual([
+      [a.id, 'transaction:id:sent'],
+      [b.id, 'transaction:id:sent'],
+      [b.id, 'transaction:id:submitted'],
+    ]);
   });
 });

@@ -2,8 +2,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseEnv } from '../../src/env.js';
-import { createLogger } from '../../src/log.js';
+import { parseEnv } from '../../src/config/env.js';
+import { createLogger } from '../../src/lib/log.js';
 import { createApp } from '../../src/app.js';
 import { startService } from '../../src/service.js';
 import { databaseKinds } from '../support/postgres.js';
@@ -71,7 +71,17 @@ describe('GraphQL', () => {
     });
     running.push(svc);
     await svc.rt.prisma.transaction.create({
-      data: { relayerId: 'evm-relayer', networkType: 'evm', from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', to: '0x0000000000000000000000000000000000000001', value: '340282366920938463463374607431768211455', nonce: 0n, request: {}, status: 'submitted', dueAt: null },
+      data: {
+        relayerId: 'evm-relayer',
+        networkType: 'evm',
+        from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+        to: '0x0000000000000000000000000000000000000001',
+        value: '340282366920938463463374607431768211455',
+        nonce: 0n,
+        request: {},
+        status: 'submitted',
+        dueAt: null,
+      },
     });
     const { data, errors } = await svc.gql(`{
       relayer(id: "evm-relayer") {
@@ -119,7 +129,13 @@ describe('logs', () => {
     log.info({ headers: { authorization: `Bearer ${API_KEY}` }, passphrase: 'devnet', signing_key: 'hook-secret' }, 'something with secrets');
     const svc = await startTestService({ workers: false });
     running.push(svc);
-    await createApp({ ...svc.rt, log }, API_KEY).fetch(new Request('http://x/graphql', { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', 'x-request-id': 'req-42' }, body: '{"query":"{ relayer(id: \\"missing\\") { id } }"}' }));
+    await createApp({ ...svc.rt, log }, API_KEY).fetch(
+      new Request('http://x/graphql', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', 'x-request-id': 'req-42' },
+        body: '{"query":"{ relayer(id: \\"missing\\") { id } }"}',
+      }),
+    );
     const text = lines.join('\n');
     expect(text).not.toContain(API_KEY);
     expect(text).not.toContain('hook-secret');

@@ -31,7 +31,11 @@ async function listAll(instance: Instance): Promise<Row[]> {
 }
 
 async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return (await res.json()).result;
 }
 
@@ -69,7 +73,9 @@ describe.runIf((await postgresReachable()) && (await redisReachable()))('several
     await rpc(anvil.url, 'evm_setAutomine', [false]);
     const responses = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        (i % 2 ? b : a).request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: i + 1 }).then(async (r) => ({ status: r.status, body: await r.json() })),
+        (i % 2 ? b : a)
+          .request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: i + 1 })
+          .then(async (r) => ({ status: r.status, body: await r.json() })),
       ),
     );
     expect(responses.filter((r) => r.status !== 200)).toEqual([]);
@@ -79,7 +85,10 @@ describe.runIf((await postgresReachable()) && (await redisReachable()))('several
     const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     const inFlight = async () =>
-      Number((await db.query(`SELECT count(*) FROM transactions WHERE lease_owner = 'instance-a' AND status NOT IN ('confirmed','failed','expired','canceled')`)).rows[0].count);
+      Number(
+        (await db.query(`SELECT count(*) FROM transactions WHERE lease_owner = 'instance-a' AND status NOT IN ('confirmed','failed','expired','canceled')`))
+          .rows[0].count,
+      );
     // Freeze A, and kill it only if frozen while holding leases (else let it go on and look again).
     const caught = Date.now() + 60_000;
     for (;;) {
@@ -112,7 +121,7 @@ describe.runIf((await postgresReachable()) && (await redisReachable()))('several
     // On chain: exactly 200 transactions from the relayer, each the one its row names.
     expect(BigInt(await rpc<string>(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']))).toBe(200n);
     const onChain = await Promise.all(ours.map((r) => rpc<{ nonce: string; from: string }>(anvil.url, 'eth_getTransactionByHash', [r.hash])));
-    expect(onChain.map((t, i) => [BigInt(t.nonce), t.from.toLowerCase()])).toEqual(ours.map((r) => [BigInt(r.nonce), DEV_ADDRESS.toLowerCase()]));
+    expect(onChain.map((t, _i) => [BigInt(t.nonce), t.from.toLowerCase()])).toEqual(ours.map((r) => [BigInt(r.nonce), DEV_ADDRESS.toLowerCase()]));
   }, 240_000);
 
   it('a subscriber on one instance sees every status of a transaction another instance works', async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEvents } from '../../src/events.js';
-import { redisBucket } from '../../src/graphql/redis-bucket.js';
+import { createEvents } from '../../src/core/pubsub.js';
+import { redisBucket } from '../../src/lib/redis-bucket.js';
 import { connectRedis } from '../../src/lib/redis.js';
 import { REDIS_URL, redisReachable } from '../support/redis.js';
 

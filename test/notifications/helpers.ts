@@ -1,10 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { Transaction, TransactionStatus } from '../../src/generated/prisma/client.js';
-import { emitTransactionUpdate } from '../../src/modules/notifications/events.js';
-import { publishTransaction, updateTransaction } from '../../src/modules/transactions/store.js';
-import type { Runtime } from '../../src/runtime.js';
-import { API_KEY, DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+import { emitTransactionUpdate } from '../../src/core/notifications/events.js';
+import { claimRow, LEASE_MS } from '../../src/db/lease.js';
+import { publishTransaction, saveTransactions } from '../../src/core/transactions/store.js';
+import type { Runtime } from '../../src/core/runtime.js';
+import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Received } from './receiver.js';
 
 export { subscribe } from '../support/subscribe.js';
@@ -23,7 +24,7 @@ export function hookConfig(url: string, key: string | null = SIGNING_KEY) {
 /**
  * A transaction row as if just accepted: written with its first webhook event in one database
  * transaction, then published (as sendTransaction does). dueAt null keeps chain workers off it; the
- * tests move it on through updateTransaction, the pipeline's own way of changing a transaction.
+ * tests move it on through saveTransactions under a lease, the pipeline's own way of changing a transaction.
  */
 export async function acceptTransaction(rt: Runtime, relayerId = 'evm-relayer'): Promise<Transaction> {
   const relayer = await rt.prisma.relayer.findUniqueOrThrow({ where: { id: relayerId } });
@@ -44,7 +45,11 @@ export const LIFECYCLE: TransactionStatus[] = ['sent', 'submitted', 'mined', 'co
 export async function walk(rt: Runtime, id: string, statuses: TransactionStatus[] = LIFECYCLE) {
   for (const status of statuses) {
     const hash = `0x${'ab'.repeat(32)}`;
-    await updateTransaction(rt, id, { status, hash, ...(status === 'sent' ? { sentAt: new Date() } : {}), ...(status === 'confirmed' ? { confirmedAt: new Date() } : {}) });
+    // As a worker does: take the row's lease, then save the change under it.
+    if (!(await claimRow(rt.prisma, 'transactions', id, rt.instanceId, LEASE_MS))) throw new Error(`transaction ${id} is leased elsewhere`);
+    const before = await rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+    const patch = { status, hash, ...(status === 'sent' ? { sentAt: new Date() } : {}), ...(status === 'confirmed' ? { confirmedAt: new Date() } : {}) };
+    await saveTransactions(rt, rt.instanceId, [{ before, patch, release: true }]);
   }
 }
 
@@ -80,4 +85,3 @@ export function hookedService() {
 /** Statuses a receiver saw for one transaction, in arrival order. */
 export const statusesFor = (received: Received[], txId: string) =>
   received.filter((r) => r.body?.event === 'transaction_update' && r.body.payload.id === txId).map((r) => r.body.payload.status as string);
-

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { claimDue } from '../../src/db/lease.js';
-import { recordOutcome } from '../../src/modules/notifications/delivery.js';
+import { recordOutcome } from '../../src/core/notifications/delivery.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { acceptTransaction, hookConfig } from './helpers.js';
 

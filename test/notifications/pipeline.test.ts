@@ -24,7 +24,12 @@ describe('webhooks and subscriptions from the EVM pipeline on anvil', () => {
     expect(webhook[0]).toBe('pending');
     expect(webhook).toContain('submitted');
     expect(new Set(webhook).size).toBe(webhook.length);
-    expect(stream.events.map((e) => e.data.transactionUpdated).filter((t) => t.id === data.id).map((t) => t.status)).toEqual(webhook);
+    expect(
+      stream.events
+        .map((e) => e.data.transactionUpdated)
+        .filter((t) => t.id === data.id)
+        .map((t) => t.status),
+    ).toEqual(webhook);
 
     const mine = env.receiver.received.filter((r) => r.body.payload?.id === data.id);
     for (const r of mine) expect(signaturesOf(r)).toMatchObject({ xSignatureValid: true, timestampedValid: true });
@@ -39,18 +44,27 @@ describe('relayer_state_update from the start-up check', () => {
   it('is sent when the relayer is disabled (chain unreachable) and again when it is re-enabled', async () => {
     const receiver = await startReceiver();
     const port = await freePort();
-    const svc = await startTestService({ config: ({ rpcUrl }) => hookConfig(receiver.url)({ rpcUrl: `http://127.0.0.1:${port}` }) });
+    const svc = await startTestService({ config: () => hookConfig(receiver.url)({ rpcUrl: `http://127.0.0.1:${port}` }) });
     let anvil: Awaited<ReturnType<typeof startAnvil>> | undefined;
     try {
       const disabled = await waitFor(() => receiver.received.find((r) => r.body.event === 'relayer_state_update'), 'the disabled event', 30_000);
-      expect(disabled.body.payload).toMatchObject({ payload_type: 'relayer', id: 'evm-relayer', system_disabled: true, disabled_reason: { type: 'RpcUnavailable' } });
+      expect(disabled.body.payload).toMatchObject({
+        payload_type: 'relayer',
+        id: 'evm-relayer',
+        system_disabled: true,
+        disabled_reason: { type: 'RpcUnavailable' },
+      });
       expect(signaturesOf(disabled)).toMatchObject({ xSignatureValid: true, timestampedValid: true });
 
       anvil = await startAnvil({ port });
-      const events = await waitFor(() => {
-        const e = receiver.received.filter((r) => r.body.event === 'relayer_state_update');
-        return e.length >= 2 && e;
-      }, 'the re-enabled event', 30_000);
+      const events = await waitFor(
+        () => {
+          const e = receiver.received.filter((r) => r.body.event === 'relayer_state_update');
+          return e.length >= 2 && e;
+        },
+        'the re-enabled event',
+        30_000,
+      );
       expect(events[1].body.payload).toMatchObject({ id: 'evm-relayer', system_disabled: false, disabled_reason: null });
     } finally {
       await svc.stop();

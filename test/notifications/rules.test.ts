@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs } from '../../src/modules/notifications/delivery.js';
-import { signatureHeaders, signBody, signTimestamped, verifyTimestamped } from '../../src/modules/notifications/signature.js';
-import { isPrivate } from '../../src/modules/notifications/url.js';
+import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs } from '../../src/core/notifications/delivery.js';
+import { signatureHeaders, signBody, signTimestamped, verifyTimestamped } from '../../src/core/notifications/signature.js';
+import { isPrivate } from '../../src/core/notifications/url.js';
 
 // RFC 4231, test case 2.
 const RFC_KEY = 'Jefe';
@@ -88,7 +88,22 @@ describe('retry rules', () => {
 });
 
 describe('private targets', () => {
-  it.each(['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe'])('%s is private', (ip) => {
+  it.each([
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.20.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fd00::1',
+    'fe80::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+  ])('%s is private', (ip) => {
     expect(isPrivate(ip)).toBe(true);
   });
   it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('%s is public', (ip) => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPoster } from '../../src/modules/notifications/send.js';
+import { createPoster } from '../../src/core/notifications/send.js';
 import { startReceiver } from './receiver.js';
 
 describe('webhook POSTs', () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/lib/log.js';
 import { databaseKinds } from '../support/postgres.js';
 import { ROOT, startTestService, type TestService } from '../support/service.js';
 import { LIFECYCLE, SIGNING_KEY, acceptTransaction, hookConfig, signaturesOf, statusesFor, walk } from './helpers.js';
@@ -54,7 +54,10 @@ describe.each(await databaseKinds())('webhooks on %s', (db) => {
     expectVerifiable(mine);
     const last = mine[4].body;
     expect(Object.keys(last).sort()).toEqual(['event', 'id', 'payload', 'timestamp']);
-    expect(last).toMatchObject({ event: 'transaction_update', payload: { payload_type: 'transaction', id: tx.id, relayer_id: 'evm-relayer', status: 'confirmed' } });
+    expect(last).toMatchObject({
+      event: 'transaction_update',
+      payload: { payload_type: 'transaction', id: tx.id, relayer_id: 'evm-relayer', status: 'confirmed' },
+    });
     expect(new Date(last.timestamp).toISOString()).toBe(last.timestamp);
     expect(new Set(mine.map((r) => r.body.id)).size).toBe(5);
 
@@ -125,14 +128,16 @@ describe.each(await databaseKinds())('webhooks on %s', (db) => {
     const row = await waitFor(async () => (await deliveriesOf(svc)).find((d) => d.id === failed[0].id && d.status === 'delivered'), 'delivered');
     expect(row).toMatchObject({ attempts: 1, lastStatusCode: 200 });
 
-
     const unknown = await svc.gql('mutation { redeliver(id: "no-such-delivery") { id } }');
     expect(unknown.errors?.[0]).toMatchObject({ message: 'Delivery with ID no-such-delivery not found', extensions: { code: 'NOT_FOUND' } });
     const later = await acceptTransaction(svc.rt);
     receiver.answer((r) => (r.body.payload?.id === later.id ? 503 : 200));
     const queued = await waitFor(async () => (await deliveriesOf(svc)).find((d) => d.transactionId === later.id && d.attempts > 0), 'a retried delivery');
     const refused = await svc.gql('mutation($id: ID!) { redeliver(id: $id) { id } }', { id: queued.id });
-    expect(refused.errors?.[0]).toMatchObject({ message: 'Bad Request', extensions: { code: 'BAD_REQUEST', detail: `delivery ${queued.id} is already queued` } });
+    expect(refused.errors?.[0]).toMatchObject({
+      message: 'Bad Request',
+      extensions: { code: 'BAD_REQUEST', detail: `delivery ${queued.id} is already queued` },
+    });
     receiver.answer(() => 200);
     await waitFor(async () => (await deliveriesOf(svc)).find((d) => d.id === queued.id)?.status === 'delivered', 'its delivery');
   });
@@ -181,7 +186,9 @@ describe.each(await databaseKinds())('webhooks on %s', (db) => {
   });
 
   it('sends no signature headers for a notification without a key', async () => {
-    const created = await svc.gql('mutation($url: String!) { createNotification(input: { id: "plain", url: $url }) { id hasSigningKey } }', { url: receiver.url });
+    const created = await svc.gql('mutation($url: String!) { createNotification(input: { id: "plain", url: $url }) { id hasSigningKey } }', {
+      url: receiver.url,
+    });
     expect(created.data.createNotification).toEqual({ id: 'plain', hasSigningKey: false });
     await svc.gql('mutation { updateRelayer(id: "evm-relayer", input: { notificationId: "plain" }) { id } }');
     try {
@@ -259,7 +266,8 @@ describe('webhook URLs', () => {
   it('must be http(s); private targets are accepted unless WEBHOOK_BLOCK_PRIVATE_TARGETS is on', async () => {
     const svc = await startTestService({ workers: false });
     try {
-      const create = (id: string, url: string) => svc.gql('mutation($id: String!, $url: String!) { createNotification(input: { id: $id, url: $url }) { id } }', { id, url });
+      const create = (id: string, url: string) =>
+        svc.gql('mutation($id: String!, $url: String!) { createNotification(input: { id: $id, url: $url }) { id } }', { id, url });
       const ftp = await create('ftp', 'ftp://example.com/hook');
       expect(ftp.errors?.[0]).toMatchObject({ message: 'Bad Request', extensions: { code: 'BAD_REQUEST', detail: 'url: must be an http(s) URL' } });
       expect((await create('local', 'http://127.0.0.1:9/hook')).data).toEqual({ createNotification: { id: 'local' } });
@@ -275,7 +283,10 @@ describe('webhook URLs', () => {
     try {
       for (const url of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/hook', 'http://169.254.169.254/latest']) {
         const res = await svc.gql('mutation($url: String!) { createNotification(input: { url: $url }) { id } }', { url });
-        expect(res.errors?.[0]?.extensions, url).toMatchObject({ code: 'BAD_REQUEST', detail: 'url: private, loopback and link-local targets are not allowed' });
+        expect(res.errors?.[0]?.extensions, url).toMatchObject({
+          code: 'BAD_REQUEST',
+          detail: 'url: private, loopback and link-local targets are not allowed',
+        });
       }
       const tx = await acceptTransaction(svc.rt);
       const row = await waitFor(async () => (await deliveriesOf(svc)).find((d) => d.transactionId === tx.id && d.status === 'failed'), 'a refused delivery');

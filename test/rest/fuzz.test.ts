@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../src/lib/json.js';
-import type { Field } from '../../src/rest/fields.js';
-import { routes, type Route } from '../../src/rest/routes.js';
+import type { Field } from '../../src/api/rest/fields.js';
+import { routes, type Route } from '../../src/api/rest/routes.js';
 import type { TestService } from '../support/service.js';
 import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
 
@@ -45,7 +45,12 @@ const scalar = fc.oneof(
   fc.bigInt({ min: -(1n << 140n), max: 1n << 140n }),
 );
 const jsonish: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, scalar, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 12 }), tie('value'), { maxKeys: 4 })),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    scalar,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ maxLength: 12 }), tie('value'), { maxKeys: 4 }),
+  ),
 })).value;
 
 /** A value of the wrong JSON type for a field, so a body carrying it is invalid by construction. */
@@ -56,9 +61,18 @@ function wrongFor(f: Field): fc.Arbitrary<unknown> {
   const nul = f.nullable ? [] : [fc.constant(null)];
   switch (f.type.kind) {
     case 'integer':
-      return fc.oneof(str, fc.double().filter((d) => !Number.isInteger(d)), fc.boolean(), arr, obj, ...nul);
+      return fc.oneof(
+        str,
+        fc.double().filter((d) => !Number.isInteger(d)),
+        fc.boolean(),
+        arr,
+        obj,
+        ...nul,
+      );
     case 'string':
-      return f.type.enumOf ? fc.oneof(fc.integer(), fc.boolean(), arr, obj, fc.constant('not-a-member'), ...nul) : fc.oneof(fc.integer(), fc.boolean(), arr, obj, ...nul);
+      return f.type.enumOf
+        ? fc.oneof(fc.integer(), fc.boolean(), arr, obj, fc.constant('not-a-member'), ...nul)
+        : fc.oneof(fc.integer(), fc.boolean(), arr, obj, ...nul);
     case 'boolean':
       return fc.oneof(str, fc.integer(), arr, obj, ...nul);
     case 'object':
@@ -70,13 +84,17 @@ function wrongFor(f: Field): fc.Arbitrary<unknown> {
   }
 }
 
-const ids = (r: Route, name: string) => {
+const ids = (_r: Route, name: string) => {
   const known: Record<string, string[]> = {
     relayer_id: ['evm-relayer', SOLANA_RELAYER, STELLAR_RELAYER],
     notification_id: ['hook-a', 'hook-b'],
     transaction_id: [],
   };
-  return fc.oneof(fc.constantFrom(...(known[name].length ? known[name] : ['x'])), fc.string({ maxLength: 12 }).map(encodeURIComponent), fc.constantFrom('%', '%E0%A4%A', '..', 'a b'));
+  return fc.oneof(
+    fc.constantFrom(...(known[name].length ? known[name] : ['x'])),
+    fc.string({ maxLength: 12 }).map(encodeURIComponent),
+    fc.constantFrom('%', '%E0%A4%A', '..', 'a b'),
+  );
 };
 
 const examples = (r: Route): Record<string, unknown>[] =>
@@ -88,10 +106,14 @@ function requests(r: Route) {
     .record(Object.fromEntries(Object.keys(r.pathParams).map((p) => [p, ids(r, p)])))
     .map((params) => r.path.replace(/\{(\w+)\}/g, (_, p: string) => String((params as Record<string, string>)[p])));
   const queryKeys = [...Object.keys(r.query ?? {}), 'extra'];
-  const queryValue = fc.oneof(fc.string({ maxLength: 8 }), fc.integer({ min: -5, max: 200 }).map(String), fc.constantFrom('1e3', '1.0', '99999999999999999999', 'pending', 'lost', ''));
+  const queryValue = fc.oneof(
+    fc.string({ maxLength: 8 }),
+    fc.integer({ min: -5, max: 200 }).map(String),
+    fc.constantFrom('1e3', '1.0', '99999999999999999999', 'pending', 'lost', ''),
+  );
   const query = fc
     .array(fc.tuple(fc.constantFrom(...queryKeys), queryValue), { maxLength: 3 })
-    .map((pairs) => (pairs.length ? '?' + new URLSearchParams(pairs).toString() : ''));
+    .map((pairs) => (pairs.length ? `?${new URLSearchParams(pairs).toString()}` : ''));
   const slash = fc.boolean().map((b) => (b ? '/' : ''));
 
   const fieldNames = Object.keys(r.body?.fields ?? {}).filter((n) => r.body!.fields[n].type.kind !== 'any');
@@ -105,12 +127,19 @@ function requests(r: Route) {
         .tuple(fc.constantFrom(...examples(r)), fc.constantFrom(...fieldNames))
         .chain(([ex, name]) => wrongFor(r.body!.fields[name]).map((bad) => ({ body: stringifyJson({ ...ex, [name]: bad }), invalid: true }))),
       fc
-        .tuple(fc.constantFrom(...examples(r)), fc.string({ minLength: 1, maxLength: 10 }).filter((k) => !(k in r.body!.fields)), scalar)
+        .tuple(
+          fc.constantFrom(...examples(r)),
+          fc.string({ minLength: 1, maxLength: 10 }).filter((k) => !(k in r.body!.fields)),
+          scalar,
+        )
         .map(([ex, key, v]) => ({ body: stringifyJson({ ...ex, [key]: v }), invalid: true })),
     );
   }
   const body = r.body ? fc.oneof(...broken) : fc.constant({ body: '', invalid: false });
-  const headers = fc.option(fc.string({ unit: 'binary-ascii', maxLength: 300 }).filter((s) => /^[\x20-\x7e]*$/.test(s)), { nil: undefined });
+  const headers = fc.option(
+    fc.string({ unit: 'binary-ascii', maxLength: 300 }).filter((s) => /^[\x20-\x7e]*$/.test(s)),
+    { nil: undefined },
+  );
   return fc.record({ path, query, slash, body, idempotencyKey: headers });
 }
 
@@ -148,7 +177,10 @@ describe('REST surface under random and malformed requests', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),
-        fc.array(fc.oneof(fc.constantFrom('relayers', 'transactions', 'notifications', 'evm-relayer', ''), fc.string({ maxLength: 6 }).map(encodeURIComponent)), { maxLength: 5 }),
+        fc.array(
+          fc.oneof(fc.constantFrom('relayers', 'transactions', 'notifications', 'evm-relayer', ''), fc.string({ maxLength: 6 }).map(encodeURIComponent)),
+          { maxLength: 5 },
+        ),
         async (method, segments) => {
           const res = await svc.request(method, `/api/v1/${segments.join('/')}`, method === 'GET' || method === 'DELETE' ? undefined : '{}');
           const text = await res.text();

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { Prisma } from '../../src/generated/prisma/client.js';
-import type { Runtime } from '../../src/runtime.js';
+import type { Runtime } from '../../src/core/runtime.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
 export const SOLANA_RELAYER = 'solana-relayer';

@@ -11,12 +11,12 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { schema } from '../../src/graphql/schema.js';
-import type { Fields, JsonType } from '../../src/rest/fields.js';
-import { convertFields, gqlName } from '../../src/rest/fields.js';
-import { compileRoutes, schemaEnums } from '../../src/rest/handler.js';
-import { openApiDocument } from '../../src/rest/openapi.js';
-import { routes } from '../../src/rest/routes.js';
+import { schema } from '../../src/api/graphql/schema.js';
+import type { Fields, JsonType } from '../../src/api/rest/fields.js';
+import { convertFields, gqlName } from '../../src/api/rest/fields.js';
+import { compileRoutes, schemaEnums } from '../../src/api/rest/handler.js';
+import { openApiDocument } from '../../src/api/rest/openapi.js';
+import { routes } from '../../src/api/rest/routes.js';
 
 const compiled = compileRoutes(schema);
 const offered = new Set(compiled.map((c) => c.route));
@@ -91,7 +91,9 @@ describe('REST operations', () => {
     for (const c of compiled) {
       const r = c.route;
       const where = `${r.method} ${r.path}`;
-      const vars = new Map(operation(r.document).variableDefinitions!.map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]));
+      const vars = new Map(
+        operation(r.document).variableDefinitions!.map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]),
+      );
       const provided = new Set<string>();
       const use = (name: string, json: JsonType, label: string) => {
         provided.add(name);
@@ -164,13 +166,16 @@ describe('OpenAPI document', () => {
     const walk = (v: unknown) => {
       if (Array.isArray(v)) v.forEach(walk);
       else if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) (k === '$ref' ? refs.push(x as string) : walk(x));
+        for (const [k, x] of Object.entries(v)) k === '$ref' ? refs.push(x as string) : walk(x);
       }
     };
     walk(doc);
     expect(refs.length).toBeGreaterThan(20);
     for (const ref of refs) {
-      const target = ref.replace(/^#\//, '').split('/').reduce((o: any, k) => o?.[k], doc);
+      const target = ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((o: any, k) => o?.[k], doc);
       expect(target, ref).toBeDefined();
     }
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transactionRecord } from '../../src/modules/transactions/record.js';
-import { routes } from '../../src/rest/routes.js';
+import { transactionRecord } from '../../src/core/transactions/record.js';
+import { routes } from '../../src/api/rest/routes.js';
 import { databaseKinds } from '../support/postgres.js';
 import { API_KEY, type TestService } from '../support/service.js';
 import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
@@ -136,7 +136,8 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
     let rows: Awaited<ReturnType<typeof seedTransaction>>[];
     beforeAll(async () => {
       rows = [];
-      for (let i = 0; i < 23; i++) rows.push(await seedTransaction(svc.rt, i === 5 ? { status: 'confirmed', hash: '0xabc', sentAt: new Date(), confirmedAt: new Date() } : {}));
+      for (let i = 0; i < 23; i++)
+        rows.push(await seedTransaction(svc.rt, i === 5 ? { status: 'confirmed', hash: '0xabc', sentAt: new Date(), confirmedAt: new Date() } : {}));
     });
     const newestFirst = () => [...rows].reverse().map((r) => r.id);
 
@@ -172,7 +173,13 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
         expect(rest).toEqual(JSON.parse(JSON.stringify(transactionRecord(row))));
       }
       expect(Object.keys(body.data[0])).toEqual(Object.keys(transactionRecord(rows[0])));
-      expect(body.data.find((t: { id: string }) => t.id === rows[5].id)).toMatchObject({ status: 'confirmed', hash: '0xabc', nonce: rows[5].nonce === null ? null : Number(rows[5].nonce), gas_limit: 21000, value: '1000000000000000000' });
+      expect(body.data.find((t: { id: string }) => t.id === rows[5].id)).toMatchObject({
+        status: 'confirmed',
+        hash: '0xabc',
+        nonce: rows[5].nonce === null ? null : Number(rows[5].nonce),
+        gas_limit: 21000,
+        value: '1000000000000000000',
+      });
     });
 
     it('gives Solana and Stellar records with their network data, as transactionRecord does', async () => {
@@ -231,7 +238,11 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
 
     it('answers 404 for an unknown transaction, one of another relayer, or an unknown relayer', async () => {
       const row = await seedTransaction(svc.rt);
-      await expectError(await svc.request('GET', `${TX}/00000000-0000-0000-0000-000000000000`), 404, 'Transaction with ID 00000000-0000-0000-0000-000000000000 not found');
+      await expectError(
+        await svc.request('GET', `${TX}/00000000-0000-0000-0000-000000000000`),
+        404,
+        'Transaction with ID 00000000-0000-0000-0000-000000000000 not found',
+      );
       await expectError(await svc.request('GET', `/api/v1/relayers/${SOLANA_RELAYER}/transactions/${row.id}`), 404, `Transaction with ID ${row.id} not found`);
       await expectError(await svc.request('GET', `/api/v1/relayers/no-such/transactions/${row.id}`), 404, 'Relayer with ID no-such not found');
     });
@@ -460,7 +471,13 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
 
     it('answers 401 to a missing, malformed or wrong token on every route and on /graphql', async () => {
       const before = await dbState(svc.rt);
-      const bad = [{ authorization: '' }, { authorization: `Token ${API_KEY}` }, { authorization: 'Bearer' }, { authorization: `Bearer ${API_KEY}x` }, { authorization: `Bearer  ${API_KEY.slice(1)}` }];
+      const bad = [
+        { authorization: '' },
+        { authorization: `Token ${API_KEY}` },
+        { authorization: 'Bearer' },
+        { authorization: `Bearer ${API_KEY}x` },
+        { authorization: `Bearer  ${API_KEY.slice(1)}` },
+      ];
       for (const r of routes) {
         for (const headers of bad) {
           await expectError(await svc.request(r.method, example(r.path), r.body ? r.body.example : undefined, headers), 401, 'Unauthorized');

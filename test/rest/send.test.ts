@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transactionRecord } from '../../src/modules/transactions/record.js';
-import { familyOf } from '../../src/modules/transactions/family.js';
+import { transactionRecord } from '../../src/core/transactions/record.js';
+import { familyOf } from '../../src/core/transactions/family.js';
 import '../../src/service.js';
-import { schema } from '../../src/graphql/schema.js';
+import { schema } from '../../src/api/graphql/schema.js';
 import { DEV_ADDRESS, type TestService } from '../support/service.js';
 import { envelope, expectError, RECEIVER, startRestService } from './helpers.js';
 
@@ -21,7 +21,7 @@ describe.runIf(familyOf('evm'))('sending through the REST routes (EVM, anvil)', 
   const row = (id: string) => svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
 
   it('accepts a Shape A body: 200 with the transaction record, as stored', async () => {
-    const res = await svc.request('POST', TX, '{"value": 9007199254740993, "to": "' + RECEIVER + '", "speed": "fast"}');
+    const res = await svc.request('POST', TX, `{"value": 9007199254740993, "to": "${RECEIVER}", "speed": "fast"}`);
     expect(res.status).toBe(200);
     const body = await envelope(res);
     expect(body.data).toMatchObject({ relayer_id: 'evm-relayer', status: 'pending', from: DEV_ADDRESS, to: RECEIVER, value: '9007199254740993' });
@@ -54,6 +54,10 @@ describe.runIf(familyOf('evm'))('sending through the REST routes (EVM, anvil)', 
     const cb = await envelope(canceled);
     expect(cb.data.id).toBe(a.data.id);
     expect(cb.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(await row(a.data.id)))));
-    await expectError(await svc.request('DELETE', `${TX}/00000000-0000-0000-0000-000000000000`), 404, 'Transaction with ID 00000000-0000-0000-0000-000000000000 not found');
+    await expectError(
+      await svc.request('DELETE', `${TX}/00000000-0000-0000-0000-000000000000`),
+      404,
+      'Transaction with ID 00000000-0000-0000-0000-000000000000 not found',
+    );
   });
 });

@@ -5,8 +5,26 @@ import { describe, expect, it } from 'vitest';
 import { createLocalSigner } from '../../src/signers/index.js';
 
 const TXS: TransactionSerializable[] = [
-  { chainId: 31337, type: 'eip1559', to: '0x000000000000000000000000000000000000dEaD', value: 1n, gas: 21_000n, nonce: 7, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1n },
-  { chainId: 1, type: 'legacy', to: '0x000000000000000000000000000000000000dEaD', value: 10n ** 18n, gas: 50_000n, nonce: 0, gasPrice: 20_000_000_000n, data: '0xabcdef01' },
+  {
+    chainId: 31337,
+    type: 'eip1559',
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: 1n,
+    gas: 21_000n,
+    nonce: 7,
+    maxFeePerGas: 3_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+  },
+  {
+    chainId: 1,
+    type: 'legacy',
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: 10n ** 18n,
+    gas: 50_000n,
+    nonce: 0,
+    gasPrice: 20_000_000_000n,
+    data: '0xabcdef01',
+  },
   { chainId: 10, type: 'eip2930', to: '0x000000000000000000000000000000000000dEaD', value: 0n, gas: 30_000n, nonce: 123456, gasPrice: 1n, accessList: [] },
 ];
 

@@ -9,13 +9,7 @@ import { bytesToHex, hexToBytes, parseGwei, recoverTransactionAddress, type Tran
 import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { createLocalSigner } from '../../src/signers/index.js';
-import {
-  decryptKeystore,
-  encryptKeystore,
-  KeystoreError,
-  readKeystoreFile,
-  type KeystoreV3,
-} from '../../src/signers/keystore.js';
+import { decryptKeystore, encryptKeystore, KeystoreError, readKeystoreFile, type KeystoreV3 } from '../../src/signers/keystore.js';
 
 // Published Web3 Secret Storage Definition test vectors.
 const VECTOR_KEY = '7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d';

@@ -1,14 +1,28 @@
 // Solana relayers end to end: config file -> REST/GraphQL -> pipeline -> a local Solana RPC
 // stand-in on LiteSVM, which executes the transactions for real.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { familyOf } from '../../src/modules/transactions/family.js';
+import { claimRow, LEASE_MS } from '../../src/db/lease.js';
+import { familyOf } from '../../src/core/transactions/family.js';
 import { createLocalSigner } from '../../src/signers/index.js';
-import { startWorkers } from '../../src/workers.js';
+import { startWorkers } from '../../src/core/worker.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
-import { expectBadRequest, keystores, localSigner, send, SIGNING_KEY, startReceiver, subscribe, waitFor, waitForStatus, xSignatureValid } from '../stellar/support.js';
+import { startSolanaRpc } from '../support/solana-rpc.js';
+import {
+  expectBadRequest,
+  keystores,
+  localSigner,
+  send,
+  SIGNING_KEY,
+  startReceiver,
+  subscribe,
+  waitFor,
+  waitForStatus,
+  xSignatureValid,
+} from '../stellar/support.js';
 import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, party, setComputeUnitLimit, SOL, transferSol, type Party } from './support.js';
 
 const RELAYER = 'solana-relayer';
@@ -17,7 +31,7 @@ const FINAL = ['confirmed', 'failed', 'expired'];
 // by chance between building a transaction and the relayer signing it.
 const LIFETIME = 3_000;
 
-async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string } = {}) {
+async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean; hooks?: string; rpcUrl?: (stubUrl: string) => Promise<string> } = {}) {
   const keys = await keystores();
   const key = await keys.create('solana');
   const relayer = createLocalSigner(key.seed, 'solana').address as Address;
@@ -31,16 +45,26 @@ async function solanaSetup(opts: { db?: 'pglite' | 'postgres'; workers?: boolean
     blockhashLifetime: LIFETIME,
     finalizedAfter: 6,
   });
+  const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(stub.url) : stub.url;
   const svc = await startTestService({
     db: opts.db,
     workers: opts.workers,
     config: () => ({
       relayers: [
-        { id: RELAYER, name: 'Solana relayer', network: 'solana-local', network_type: 'solana', paused: false, signer_id: 'solana-key', notification_id: opts.hooks ? 'hooks' : null, policies: {} },
+        {
+          id: RELAYER,
+          name: 'Solana relayer',
+          network: 'solana-local',
+          network_type: 'solana',
+          paused: false,
+          signer_id: 'solana-key',
+          notification_id: opts.hooks ? 'hooks' : null,
+          policies: {},
+        },
       ],
       signers: [localSigner('solana-key', key.file)],
       notifications: opts.hooks ? [{ id: 'hooks', type: 'webhook', url: opts.hooks, signing_key: { type: 'plain', value: SIGNING_KEY } }] : [],
-      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 50, is_testnet: true }],
+      networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [rpcUrl], average_blocktime_ms: 50, is_testnet: true }],
     }),
   });
   const balance = (a: Address) => stub.svm.getBalance(a) ?? 0n;
@@ -129,18 +153,32 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
       expect(done.recent_blockhash).not.toBe(old);
       expect(done.recent_blockhash).not.toBe(NO_BLOCKHASH);
       const q = await svc.gql(`query($id: ID!) { transaction(id: $id) { status hash hashes networkData } }`, { id });
-      expect(q.data.transaction).toMatchObject({ status: 'confirmed', hashes: [done.hash], networkData: { signature: done.hash, recent_blockhash: done.recent_blockhash } });
+      expect(q.data.transaction).toMatchObject({
+        status: 'confirmed',
+        hashes: [done.hash],
+        networkData: { signature: done.hash, recent_blockhash: done.recent_blockhash },
+      });
     }
   });
 
   it('refuses transactions it must not sign with a 400 naming the rule, and records nothing', async () => {
-    const countOf = async () => ((await (await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?per_page=1`)).json()) as any).pagination.total_items;
+    const countOf = async () =>
+      ((await (await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?per_page=1`)).json()) as any).pagination.total_items;
     const before = await countOf();
     const stranger = await party();
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ transaction: await buildTx(s.user.address, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash(), [s.user.keyPair]) }, new RegExp(`transaction: fee payer must be the relayer ${s.relayer}`)],
-      [{ transaction: await buildTx(s.relayer, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash()) }, /transaction: missing signature of required signer/],
-      [{ transaction: await buildTx(s.relayer, [transferSol(s.relayer, stranger.address, SOL)], s.latestBlockhash()) }, /policy relayer_account: instruction 0 .* uses the relayer's account/],
+      [
+        { transaction: await buildTx(s.user.address, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash(), [s.user.keyPair]) },
+        new RegExp(`transaction: fee payer must be the relayer ${s.relayer}`),
+      ],
+      [
+        { transaction: await buildTx(s.relayer, [transferSol(s.user.address, s.dest.address, 1n)], s.latestBlockhash()) },
+        /transaction: missing signature of required signer/,
+      ],
+      [
+        { transaction: await buildTx(s.relayer, [transferSol(s.relayer, stranger.address, SOL)], s.latestBlockhash()) },
+        /policy relayer_account: instruction 0 .* uses the relayer's account/,
+      ],
       [{ transaction: 'not base64!' }, /transaction: must be a base64 string/],
       [{ transaction: 'AAAA' }, /transaction: is not a valid Solana wire transaction/],
       [{}, /transaction: required/],
@@ -175,7 +213,12 @@ describe.each(await databaseKinds())('solana relayer on %s', (db) => {
       expect((await patch({ allowed_programs: ['not-an-address'] })).status).toBe(400);
       expect((await patch({ gas_price_cap: 1 })).status).toBe(400);
       // Within every limit it goes through.
-      const within = await patch({ allowed_programs: ['11111111111111111111111111111111'], max_signatures: 2, max_allowed_fee_lamports: 10_000, min_balance: 1_000_000 });
+      const within = await patch({
+        allowed_programs: ['11111111111111111111111111111111'],
+        max_signatures: 2,
+        max_allowed_fee_lamports: 10_000,
+        min_balance: 1_000_000,
+      });
       expect(within.status).toBe(200);
       const r = await send(svc, RELAYER, { transaction: await s.userTransfer(SOL / 100n) });
       expect(r.status, JSON.stringify(r.json)).toBe(200);
@@ -218,7 +261,12 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   afterAll(() => s?.stop());
 
   const row = (id: string) => s.svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
-  const step = async (id: string) => familyOf('solana')!.process(s.svc.rt, await row(id));
+  // As the worker does: take the row's lease, then advance it one step.
+  const step = async (id: string) => {
+    if ((await row(id)).leaseOwner !== s.svc.rt.instanceId)
+      expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    await familyOf('solana')!.process(s.svc.rt, await row(id));
+  };
 
   it('signs again with a fresh blockhash when its blockhash expires before a node accepts it', async () => {
     const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(70_000)], s.latestBlockhash()) });
@@ -268,6 +316,25 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(s.balance(s.dest.address)).toBe(destBefore + SOL / 20n);
   });
 
+  it('writes nothing once its lease has moved to another instance, and marks sent with sent_at', async () => {
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(80_000)], s.latestBlockhash()) });
+    const id = r.json.data.id;
+    await step(id);
+    const signed = await row(id);
+    expect(signed.status).toBe('sent');
+    expect(signed.sentAt).toBeInstanceOf(Date);
+    // This instance read the row under its lease; the lease then ran out and another instance took it.
+    expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    const stale = await row(id);
+    await s.svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
+    const calls = s.stub.calls.length;
+    await familyOf('solana')!.process(s.svc.rt, stale);
+    // The broadcast happened (the same signed bytes, which can land once), but its outcome is not written over the new owner's row.
+    expect(s.stub.calls.length).toBeGreaterThan(calls);
+    const after = await row(id);
+    expect(after).toMatchObject({ status: 'sent', leaseOwner: 'other-instance', updatedAt: stale.updatedAt });
+  });
+
   it('expires a co-signed transaction whose blockhash expired before it was sent (the relayer cannot renew it)', async () => {
     const userBefore = s.balance(s.user.address);
     const r = await send(s.svc, RELAYER, { transaction: await s.userTransfer() });
@@ -284,4 +351,59 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     }
     expect(s.balance(s.user.address)).toBe(userBefore);
   });
+});
+
+/** A JSON-RPC proxy to `target` that, while `lose` is set, forwards broadcasts but loses their answers (502). */
+async function lossyProxy(target: string) {
+  const state = { lose: false, lost: 0 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await answer.text();
+      if (state.lose && body.includes('"sendTransaction"')) {
+        state.lost++;
+        return void res.writeHead(502).end('bad gateway');
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('solana relayer: a broadcast whose answer is lost', () => {
+  let s: Awaited<ReturnType<typeof solanaSetup>>;
+  let proxy: Awaited<ReturnType<typeof lossyProxy>>;
+  beforeAll(async () => {
+    s = await solanaSetup({ rpcUrl: async (url) => (proxy = await lossyProxy(url)).url });
+  });
+  afterAll(async () => {
+    await s?.stop();
+    await proxy?.close();
+  });
+
+  it('counts as possibly sent: after its blockhash expires it is found on chain, never signed again', async () => {
+    proxy.state.lose = true;
+    const r = await send(s.svc, RELAYER, { transaction: await buildTx(s.relayer, [setComputeUnitLimit(90_001)], NO_BLOCKHASH) });
+    expect(r.status).toBe(200);
+    const id = r.json.data.id;
+    // It landed; the relayer never heard so. Then its blockhash goes before the relayer looks again.
+    await waitFor('the broadcast to land', () => s.stub.executed.length > 0 && proxy.state.lost > 0);
+    s.stub.advance(LIFETIME + 10);
+    proxy.state.lose = false;
+    const done = await waitForStatus(s.svc, RELAYER, id, FINAL, 40_000);
+    expect(done).toMatchObject({ status: 'confirmed', hash: s.stub.executed[0].signature, sent_at: expect.any(String) });
+    expect(s.stub.executed).toHaveLength(1);
+    const q = await s.svc.gql(`query($id: ID!) { transaction(id: $id) { hashes } }`, { id });
+    expect(q.data.transaction.hashes).toEqual([done.hash]);
+  }, 60_000);
 });

@@ -5,18 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
-import {
-  expectBadRequest,
-  getRecord,
-  keystores,
-  localSigner,
-  send,
-  SIGNING_KEY,
-  startReceiver,
-  waitFor,
-  waitForStatus,
-  xSignatureValid,
-} from './support.js';
+import { expectBadRequest, getRecord, keystores, localSigner, send, SIGNING_KEY, startReceiver, waitFor, waitForStatus, xSignatureValid } from './support.js';
 
 const PASSPHRASE = 'Relayer Test Network ; 2025';
 const XLM = 10_000_000n;
@@ -30,6 +19,24 @@ const UNFUNDED = 'stellar-unfunded';
 const userKp = Keypair.random();
 const destKp = Keypair.random();
 const strangerKp = Keypair.random();
+
+/** Sends `count` payments from `kp`'s account at its next sequence numbers, outside the service. */
+async function useOutside(stub: StellarRpcStub, kp: Keypair, count: number) {
+  const seq = stub.account(kp.publicKey())!.sequence;
+  for (let i = 0n; i < BigInt(count); i++) {
+    const tx = new TransactionBuilder(new Account(kp.publicKey(), (seq + i).toString()), { fee: '100', networkPassphrase: PASSPHRASE })
+      .addOperation(Operation.payment({ destination: destKp.publicKey(), asset: Asset.native(), amount: '0.0000001' }))
+      .setTimeout(0)
+      .build();
+    tx.sign(kp);
+    const res = await fetch(stub.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: { transaction: tx.toXDR() } }),
+    });
+    expect(((await res.json()) as any).result.status).toBe('PENDING');
+  }
+}
 
 const payment = (amount: number | string = 10_000_000, destination = destKp.publicKey()) => ({
   type: 'payment',
@@ -72,10 +79,26 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
       db,
       config: () => ({
         relayers: [
-          { id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', notification_id: 'hooks', policies: {} },
+          {
+            id: RELAYER,
+            name: 'Stellar relayer',
+            network: 'stellar-local',
+            network_type: 'stellar',
+            paused: false,
+            signer_id: 'stellar-key',
+            notification_id: 'hooks',
+            policies: {},
+          },
           { id: MANUAL, name: 'Stellar relayer, manual ledgers', network: 'stellar-manual', network_type: 'stellar', paused: false, signer_id: 'stellar-key' },
           // Its account was never created on the network.
-          { id: UNFUNDED, name: 'Stellar relayer without an account', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'unfunded-key' },
+          {
+            id: UNFUNDED,
+            name: 'Stellar relayer without an account',
+            network: 'stellar-local',
+            network_type: 'stellar',
+            paused: false,
+            signer_id: 'unfunded-key',
+          },
         ],
         signers: [localSigner('stellar-key', key.file), localSigner('unfunded-key', unfundedKey.file)],
         notifications: [{ id: 'hooks', type: 'webhook', url: receiver.url, signing_key: { type: 'plain', value: SIGNING_KEY } }],
@@ -90,7 +113,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
   });
 
   const gqlSend = (input: Record<string, unknown>, relayerId = RELAYER) =>
-    svc.gql(`mutation($id: ID!, $input: SendTransactionInput!) { sendTransaction(relayerId: $id, input: $input) { id status nonce from to value } }`, { id: relayerId, input });
+    svc.gql(`mutation($id: ID!, $input: SendTransactionInput!) { sendTransaction(relayerId: $id, input: $input) { id status nonce from to value } }`, {
+      id: relayerId,
+      input,
+    });
 
   it('loads the relayer from the config file with its ed25519 key', async () => {
     const res = await svc.request('GET', `/api/v1/relayers/${RELAYER}`);
@@ -165,7 +191,11 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     expect(done.status, done.status_reason).toBe('confirmed');
     expect(stub.account(relayer.publicKey())!.sequence).toBe(seqBefore + 1n);
     const q = await svc.gql(`query($id: ID!) { transaction(id: $id) { status hash networkData } }`, { id: data.sendTransaction.id });
-    expect(q.data.transaction).toMatchObject({ status: 'confirmed', hash: done.hash, networkData: { sequence_number: (seqBefore + 1n).toString(), fee_bump: false } });
+    expect(q.data.transaction).toMatchObject({
+      status: 'confirmed',
+      hash: done.hash,
+      networkData: { sequence_number: (seqBefore + 1n).toString(), fee_bump: false },
+    });
     // valid_until became the upper time bound the unsigned XDR lacked.
     const signed = TransactionBuilder.fromXDR(done.signed_envelope_xdr, PASSPHRASE) as { timeBounds?: { maxTime: string } };
     expect(Number(signed.timeBounds!.maxTime) * 1000).toBe(Date.parse(done.valid_until));
@@ -192,9 +222,15 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
 
   it('simulates and relays contract operations: invoke_contract, upload_wasm, create_contract', async () => {
     const bodies = [
-      { operations: [{ type: 'invoke_contract', contract_address: CONTRACT, function_name: 'transfer', args: [{ address: userKp.publicKey() }, { i128: '1000' }] }] },
+      {
+        operations: [
+          { type: 'invoke_contract', contract_address: CONTRACT, function_name: 'transfer', args: [{ address: userKp.publicKey() }, { i128: '1000' }] },
+        ],
+      },
       { operations: [{ type: 'upload_wasm', wasm: { type: 'hex', hex: '0061736d0100000001' } }] },
-      { operations: [{ type: 'create_contract', source: { from: 'address', address: relayer.publicKey() }, wasm_hash: 'cd'.repeat(32), salt: '01'.repeat(32) }] },
+      {
+        operations: [{ type: 'create_contract', source: { from: 'address', address: relayer.publicKey() }, wasm_hash: 'cd'.repeat(32), salt: '01'.repeat(32) }],
+      },
     ];
     const ids: string[] = [];
     for (const body of bodies) {
@@ -221,7 +257,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     ];
     for (const memo of memos) {
       // Sent as lossless JSON, as a client with big integers would.
-      const body = JSON.stringify({ network: 'stellar-local', operations: [payment()], memo }, (_k, v) => (typeof v === 'bigint' ? `__${v}__` : v)).replace(/"__(\d+)__"/, '$1');
+      const body = JSON.stringify({ network: 'stellar-local', operations: [payment()], memo }, (_k, v) => (typeof v === 'bigint' ? `__${v}__` : v)).replace(
+        /"__(\d+)__"/,
+        '$1',
+      );
       const res = await svc.request('POST', `/api/v1/relayers/${RELAYER}/transactions`, body);
       const json = (await res.json()) as any;
       expect(res.status, JSON.stringify(json)).toBe(200);
@@ -255,14 +294,20 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
       [{ network: 'stellar-local', transaction_xdr: 'AAAA' }, /transaction_xdr: is not a valid base64 transaction envelope/],
       [{ network: 'stellar-local', transaction_xdr: signedByUser.toXDR() }, /fee_bump: must be true for an already-signed transaction_xdr/],
       // The fee bump needs 200 stroops: max_fee caps what the relayer pays.
-      [{ network: 'stellar-local', transaction_xdr: signedByUser.toXDR(), fee_bump: true, max_fee: 150 }, /max_fee: transaction needs a fee of 200 stroops, above max_fee 150/],
+      [
+        { network: 'stellar-local', transaction_xdr: signedByUser.toXDR(), fee_bump: true, max_fee: 150 },
+        /max_fee: transaction needs a fee of 200 stroops, above max_fee 150/,
+      ],
       [{ network: 'stellar-local', operations: [payment()], to: destKp.publicKey() }, /to: not a field of stellar transactions/],
       [{ transaction: 'AAAA' }, /network/],
     ];
     for (const [body, pattern] of cases) expectBadRequest(await send(svc, RELAYER, body), pattern);
 
     const gql = await gqlSend({ network: 'stellar-local', operations: [payment()], maxFee: 50 });
-    expect(gql.errors?.[0]).toMatchObject({ message: 'Bad Request', extensions: { code: 'BAD_REQUEST', detail: expect.stringMatching(/max_fee: transaction needs a fee of 100 stroops, above max_fee 50/) } });
+    expect(gql.errors?.[0]).toMatchObject({
+      message: 'Bad Request',
+      extensions: { code: 'BAD_REQUEST', detail: expect.stringMatching(/max_fee: transaction needs a fee of 100 stroops, above max_fee 50/) },
+    });
 
     const after = (await (await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?per_page=100`)).json()) as any;
     expect(after.pagination.total_items).toBe(before.pagination.total_items);
@@ -272,7 +317,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     const patch = (policies: unknown) => svc.request('PATCH', `/api/v1/relayers/${RELAYER}`, { policies });
     expect((await patch({ max_fee: 150 })).status).toBe(200);
     try {
-      expectBadRequest(await send(svc, RELAYER, { network: 'stellar-local', operations: [payment(), payment()] }), /policy max_fee: transaction fee 200 stroops exceeds the relayer's max_fee of 150/);
+      expectBadRequest(
+        await send(svc, RELAYER, { network: 'stellar-local', operations: [payment(), payment()] }),
+        /policy max_fee: transaction fee 200 stroops exceeds the relayer's max_fee of 150/,
+      );
       const ok = await send(svc, RELAYER, { network: 'stellar-local', operations: [payment()] });
       expect(ok.status).toBe(200);
       expect((await waitForStatus(svc, RELAYER, ok.json.data.id, ['confirmed', 'failed', 'expired'])).status).toBe('confirmed');
@@ -350,8 +398,10 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
   });
 
   it('takes a new sequence number when the account was used outside the service', async () => {
+    // Five payments signed with the relayer's key by someone else, straight to the network.
     const outside = stub.account(relayer.publicKey())!.sequence + 5n;
-    stub.setAccount(relayer.publicKey(), { sequence: outside });
+    await useOutside(stub, relayer, 5);
+    await waitFor('the outside payments to be applied', () => stub.account(relayer.publicKey())!.sequence === outside);
     const r = await send(svc, RELAYER, { network: 'stellar-local', operations: [payment()] });
     const done = await waitForStatus(svc, RELAYER, r.json.data.id, ['confirmed', 'failed', 'expired']);
     expect(done.status, done.status_reason).toBe('confirmed');

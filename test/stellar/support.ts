@@ -53,7 +53,8 @@ export async function startReceiver() {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     received,
     /** Statuses of one transaction's transaction_update events, in arrival order. */
-    statusesOf: (txId: string) => received.filter((r) => r.body.event === 'transaction_update' && r.body.payload?.id === txId).map((r) => r.body.payload.status),
+    statusesOf: (txId: string) =>
+      received.filter((r) => r.body.event === 'transaction_update' && r.body.payload?.id === txId).map((r) => r.body.payload.status),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

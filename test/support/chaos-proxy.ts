@@ -78,7 +78,11 @@ function garbageFor(body: string, pick: number): { status: number; type: string;
     { status: 200, type: 'application/json', text: '{"jsonrpc":"2.0","id":' },
     { status: 200, type: 'application/json', text: JSON.stringify({ hello: 'world' }) },
     { status: 200, type: 'application/json', text: JSON.stringify(batch ? { jsonrpc: '2.0', id, result: '0x1' } : [{ jsonrpc: '2.0', id, result: '0x1' }]) },
-    { status: 200, type: 'application/json', text: JSON.stringify(batch ? [{ jsonrpc: '2.0', id: 'wrong', result: '0x1' }] : { jsonrpc: '2.0', id: 'wrong', result: '0x1' }) },
+    {
+      status: 200,
+      type: 'application/json',
+      text: JSON.stringify(batch ? [{ jsonrpc: '2.0', id: 'wrong', result: '0x1' }] : { jsonrpc: '2.0', id: 'wrong', result: '0x1' }),
+    },
     { status: 200, type: 'application/json', text: JSON.stringify({ jsonrpc: '2.0', id, error: 'not an object' }) },
     { status: 200, type: 'application/json', text: JSON.stringify(batch ? [] : { jsonrpc: '2.0', id }) },
     { status: 200, type: 'application/json', text: JSON.stringify(batch ? wrongShape : wrongShape[0]) },

@@ -30,7 +30,10 @@ export async function startInstance(env: Record<string, string>): Promise<Instan
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`instance exited with ${child.exitCode}:\n${output}`);
-    const ok = await fetch(`${url}/v1/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/v1/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

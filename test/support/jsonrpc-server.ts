@@ -25,10 +25,7 @@ export type JsonRpcServer = {
  * Serves `dispatch` (method, raw params) on 127.0.0.1. A thrown RpcFault becomes the error reply;
  * any other thrown error is turned into one by `fault`.
  */
-export async function startJsonRpcServer(
-  dispatch: (method: string, params: unknown) => unknown,
-  fault: (err: Error) => RpcFault,
-): Promise<JsonRpcServer> {
+export async function startJsonRpcServer(dispatch: (method: string, params: unknown) => unknown, fault: (err: Error) => RpcFault): Promise<JsonRpcServer> {
   const calls: string[] = [];
   const server = http.createServer((req, res) => {
     let body = '';

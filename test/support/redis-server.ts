@@ -30,7 +30,13 @@ export async function startRedisServer(): Promise<RedisServer> {
       if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
       const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       client.on('error', () => {});
-      const up = await client.connect().then(() => client.ping(), () => '').catch(() => '');
+      const up = await client
+        .connect()
+        .then(
+          () => client.ping(),
+          () => '',
+        )
+        .catch(() => '');
       client.disconnect();
       if (up === 'PONG') return;
       if (Date.now() > deadline) throw new Error('redis-server did not answer in 20 s');

@@ -21,7 +21,9 @@ export async function startRpcProxy(target: string, intercept: Intercept = () =>
         const local = calls.map((c) => state.intercept(c));
         const forward = calls.filter((_, i) => local[i] === undefined);
         const remote: { id: unknown }[] = forward.length
-          ? await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forward) }).then((r) => r.json() as Promise<{ id: unknown }[]>)
+          ? await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forward) }).then(
+              (r) => r.json() as Promise<{ id: unknown }[]>,
+            )
           : [];
         const answers = calls.map((c, i) => (local[i] ? { jsonrpc: '2.0', id: c.id, ...local[i] } : remote.find((a) => a.id === c.id)));
         res.writeHead(200, { 'content-type': 'application/json' });

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
-import { parseEnv } from '../../src/env.js';
-import { createLogger } from '../../src/log.js';
+import { parseEnv } from '../../src/config/env.js';
+import { createLogger } from '../../src/lib/log.js';
 import { startService, type Service } from '../../src/service.js';
 import { createTestDatabase } from './postgres.js';
 
@@ -104,13 +104,13 @@ export async function startTestService(
 
   function wrap(service: Service): TestService {
     const request = (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) =>
-    service.app.fetch(
-      new Request(`http://relayer.test${urlPath}`, {
-        method,
-        headers: { authorization: `Bearer ${service.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      }),
-    );
+      service.app.fetch(
+        new Request(`http://relayer.test${urlPath}`, {
+          method,
+          headers: { authorization: `Bearer ${service.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+          body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+        }),
+      );
     return {
       ...service,
       dir,

@@ -64,7 +64,12 @@ const LIST = `query L($page: Int) { relayerTransactions(relayerId: "evm-relayer"
 export const DEFAULT_MIX: FaultMix = { drop: 0.05, delay: 0.15, duplicate: 0.1, lose: 0.08, hang: 0.005, garbage: 0.03 };
 
 async function nodeRpc<T = any>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(30_000),
+  });
   const body = (await res.json()) as { result?: T; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result as T;
@@ -214,21 +219,23 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         }
       })();
       let next = 0;
-      const clients = Promise.all(Array.from({ length: concurrency }, async () => {
-        for (let i = next++; i < sends && !stop; i = next++) {
-          await sleep(pauses[i]);
-          if (stop) break;
-          const v = String(value++);
-          roundOf.set(v, round);
-          try {
-            const res = await instance.request('POST', SEND_PATH, { to: receiver, value: Number(v), speed: 'fast' });
-            const text = await res.text();
-            if (res.status === 200) accepted.set(JSON.parse(text).data.id, v);
-          } catch {
-            // The process died before answering: the client cannot know, so it is not counted as accepted.
+      const clients = Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          for (let i = next++; i < sends && !stop; i = next++) {
+            await sleep(pauses[i]);
+            if (stop) break;
+            const v = String(value++);
+            roundOf.set(v, round);
+            try {
+              const res = await instance.request('POST', SEND_PATH, { to: receiver, value: Number(v), speed: 'fast' });
+              const text = await res.text();
+              if (res.status === 200) accepted.set(JSON.parse(text).data.id, v);
+            } catch {
+              // The process died before answering: the client cannot know, so it is not counted as accepted.
+            }
           }
-        }
-      }));
+        }),
+      );
       await sleep(killAfterMs);
       await instance.kill();
       kills++;
@@ -270,7 +277,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     let relayerTxs = 0;
     for (let from = startBlock; from <= head; from += 50) {
       const numbers = Array.from({ length: Math.min(50, head - from + 1) }, (_, i) => from + i);
-      const blocks = await nodeBatch(anvil.url, numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })));
+      const blocks = await nodeBatch(
+        anvil.url,
+        numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })),
+      );
       for (const block of blocks) {
         for (const t of block.transactions) {
           if (t.from.toLowerCase() !== DEV_ADDRESS.toLowerCase()) continue;
@@ -304,7 +314,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       if (r.status !== 'confirmed' || seen === 0) {
         lost++;
         badIds.add(r.id);
-        problems.push(`lost: ${r.id} (value ${r.value}, round ${roundOf.get(r.value)}, nonce ${r.nonce}) is ${r.status}${r.statusReason ? ` (${r.statusReason})` : ''}, mined ${seen} times`);
+        problems.push(
+          `lost: ${r.id} (value ${r.value}, round ${roundOf.get(r.value)}, nonce ${r.nonce}) is ${r.status}${r.statusReason ? ` (${r.statusReason})` : ''}, mined ${seen} times`,
+        );
       }
       if (seen > 1) {
         doubled++;
@@ -334,7 +346,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const confirmed = rows.filter((r) => r.status === 'confirmed' && r.hash);
     for (let i = 0; i < confirmed.length; i += 100) {
       const part = confirmed.slice(i, i + 100);
-      const txs = await nodeBatch(anvil.url, part.map((r) => ({ method: 'eth_getTransactionByHash', params: [r.hash] })));
+      const txs = await nodeBatch(
+        anvil.url,
+        part.map((r) => ({ method: 'eth_getTransactionByHash', params: [r.hash] })),
+      );
       part.forEach((r, j) => {
         if (!txs[j]) problems.push(`${r.id}: its hash ${r.hash} is not on chain`);
         else if (Number(txs[j].nonce) !== r.nonce) problems.push(`${r.id}: mined at nonce ${Number(txs[j].nonce)}, row says ${r.nonce}`);

@@ -25,6 +25,13 @@ export type SolanaRpcStub = {
   advance(n?: number): void;
   /** Names of the methods called so far. */
   calls: string[];
+  /**
+   * While set, sendTransaction answers with the signature but the transaction never reaches a
+   * leader (as a node that drops what it cannot forward): nothing executes, nothing lands.
+   */
+  dropSends: boolean;
+  /** Every transaction that executed on the chain (landed), in order, with its wire bytes (base64). */
+  executed: { signature: string; wire: string }[];
 };
 
 export type SolanaStubOptions = {
@@ -43,29 +50,96 @@ const LAMPORTS_PER_SIGNATURE = 5000;
 // Variant names of LiteSVM's fieldless error enums, in declaration order
 // (they are const enums, so only the numbers exist at runtime).
 const TX_ERRORS = [
-  'AccountInUse', 'AccountLoadedTwice', 'AccountNotFound', 'ProgramAccountNotFound', 'InsufficientFundsForFee',
-  'InvalidAccountForFee', 'AlreadyProcessed', 'BlockhashNotFound', 'CallChainTooDeep', 'MissingSignatureForFee',
-  'InvalidAccountIndex', 'SignatureFailure', 'InvalidProgramForExecution', 'SanitizeFailure', 'ClusterMaintenance',
-  'AccountBorrowOutstanding', 'WouldExceedMaxBlockCostLimit', 'UnsupportedVersion', 'InvalidWritableAccount',
-  'WouldExceedMaxAccountCostLimit', 'WouldExceedAccountDataBlockLimit', 'TooManyAccountLocks',
-  'AddressLookupTableNotFound', 'InvalidAddressLookupTableOwner', 'InvalidAddressLookupTableData',
-  'InvalidAddressLookupTableIndex', 'InvalidRentPayingAccount', 'WouldExceedMaxVoteCostLimit',
-  'WouldExceedAccountDataTotalLimit', 'MaxLoadedAccountsDataSizeExceeded', 'ResanitizationNeeded',
-  'InvalidLoadedAccountsDataSizeLimit', 'UnbalancedTransaction', 'ProgramCacheHitMaxLimit', 'CommitCancelled',
+  'AccountInUse',
+  'AccountLoadedTwice',
+  'AccountNotFound',
+  'ProgramAccountNotFound',
+  'InsufficientFundsForFee',
+  'InvalidAccountForFee',
+  'AlreadyProcessed',
+  'BlockhashNotFound',
+  'CallChainTooDeep',
+  'MissingSignatureForFee',
+  'InvalidAccountIndex',
+  'SignatureFailure',
+  'InvalidProgramForExecution',
+  'SanitizeFailure',
+  'ClusterMaintenance',
+  'AccountBorrowOutstanding',
+  'WouldExceedMaxBlockCostLimit',
+  'UnsupportedVersion',
+  'InvalidWritableAccount',
+  'WouldExceedMaxAccountCostLimit',
+  'WouldExceedAccountDataBlockLimit',
+  'TooManyAccountLocks',
+  'AddressLookupTableNotFound',
+  'InvalidAddressLookupTableOwner',
+  'InvalidAddressLookupTableData',
+  'InvalidAddressLookupTableIndex',
+  'InvalidRentPayingAccount',
+  'WouldExceedMaxVoteCostLimit',
+  'WouldExceedAccountDataTotalLimit',
+  'MaxLoadedAccountsDataSizeExceeded',
+  'ResanitizationNeeded',
+  'InvalidLoadedAccountsDataSizeLimit',
+  'UnbalancedTransaction',
+  'ProgramCacheHitMaxLimit',
+  'CommitCancelled',
 ];
 const INSTRUCTION_ERRORS = [
-  'GenericError', 'InvalidArgument', 'InvalidInstructionData', 'InvalidAccountData', 'AccountDataTooSmall',
-  'InsufficientFunds', 'IncorrectProgramId', 'MissingRequiredSignature', 'AccountAlreadyInitialized',
-  'UninitializedAccount', 'UnbalancedInstruction', 'ModifiedProgramId', 'ExternalAccountLamportSpend',
-  'ExternalAccountDataModified', 'ReadonlyLamportChange', 'ReadonlyDataModified', 'DuplicateAccountIndex',
-  'ExecutableModified', 'RentEpochModified', 'NotEnoughAccountKeys', 'AccountDataSizeChanged', 'AccountNotExecutable',
-  'AccountBorrowFailed', 'AccountBorrowOutstanding', 'DuplicateAccountOutOfSync', 'InvalidError',
-  'ExecutableDataModified', 'ExecutableLamportChange', 'ExecutableAccountNotRentExempt', 'UnsupportedProgramId',
-  'CallDepth', 'MissingAccount', 'ReentrancyNotAllowed', 'MaxSeedLengthExceeded', 'InvalidSeeds', 'InvalidRealloc',
-  'ComputationalBudgetExceeded', 'PrivilegeEscalation', 'ProgramEnvironmentSetupFailure', 'ProgramFailedToComplete',
-  'ProgramFailedToCompile', 'Immutable', 'IncorrectAuthority', 'AccountNotRentExempt', 'InvalidAccountOwner',
-  'ArithmeticOverflow', 'UnsupportedSysvar', 'IllegalOwner', 'MaxAccountsDataAllocationsExceeded',
-  'MaxAccountsExceeded', 'MaxInstructionTraceLengthExceeded', 'BuiltinProgramsMustConsumeComputeUnits', 'BorshIoError',
+  'GenericError',
+  'InvalidArgument',
+  'InvalidInstructionData',
+  'InvalidAccountData',
+  'AccountDataTooSmall',
+  'InsufficientFunds',
+  'IncorrectProgramId',
+  'MissingRequiredSignature',
+  'AccountAlreadyInitialized',
+  'UninitializedAccount',
+  'UnbalancedInstruction',
+  'ModifiedProgramId',
+  'ExternalAccountLamportSpend',
+  'ExternalAccountDataModified',
+  'ReadonlyLamportChange',
+  'ReadonlyDataModified',
+  'DuplicateAccountIndex',
+  'ExecutableModified',
+  'RentEpochModified',
+  'NotEnoughAccountKeys',
+  'AccountDataSizeChanged',
+  'AccountNotExecutable',
+  'AccountBorrowFailed',
+  'AccountBorrowOutstanding',
+  'DuplicateAccountOutOfSync',
+  'InvalidError',
+  'ExecutableDataModified',
+  'ExecutableLamportChange',
+  'ExecutableAccountNotRentExempt',
+  'UnsupportedProgramId',
+  'CallDepth',
+  'MissingAccount',
+  'ReentrancyNotAllowed',
+  'MaxSeedLengthExceeded',
+  'InvalidSeeds',
+  'InvalidRealloc',
+  'ComputationalBudgetExceeded',
+  'PrivilegeEscalation',
+  'ProgramEnvironmentSetupFailure',
+  'ProgramFailedToComplete',
+  'ProgramFailedToCompile',
+  'Immutable',
+  'IncorrectAuthority',
+  'AccountNotRentExempt',
+  'InvalidAccountOwner',
+  'ArithmeticOverflow',
+  'UnsupportedSysvar',
+  'IllegalOwner',
+  'MaxAccountsDataAllocationsExceeded',
+  'MaxAccountsExceeded',
+  'MaxInstructionTraceLengthExceeded',
+  'BuiltinProgramsMustConsumeComputeUnits',
+  'BorshIoError',
 ];
 
 /** LiteSVM's error objects -> the JSON shape Solana RPC uses for `err`. */
@@ -99,6 +173,7 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
   let lastValidBlockHeight = height + lifetime;
   const landed = new Map<string, { slot: number; err: unknown }>();
   const b58 = getBase58Decoder();
+  const stub = { dropSends: false, executed: [] } as unknown as SolanaRpcStub;
 
   function advance(n = 1): void {
     for (let i = 0; i < n; i++) {
@@ -150,11 +225,24 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
     });
   }
 
+  function blockhashOf(tx: Transaction): string | undefined {
+    const message = getCompiledTransactionMessageDecoder().decode(tx.messageBytes);
+    return 'lifetimeToken' in message ? String(message.lifetimeToken) : undefined;
+  }
+
   function sendTransaction(params: unknown[]): string {
     const cfg = config(params[1]);
     const tx = decodeWire(params[0], cfg.encoding ?? 'base58');
     const signature = signatureOf(tx);
-    if (landed.has(signature)) return signature;
+    if (landed.has(signature)) {
+      // As a real node: preflight refuses a transaction already processed while its blockhash is
+      // recent, and one whose blockhash is gone as BlockhashNotFound; without preflight the
+      // node just answers the signature (the leader drops the duplicate).
+      if (cfg.skipPreflight === true) return signature;
+      const err = blockhashOf(tx) === svm.latestBlockhash() ? 'AlreadyProcessed' : 'BlockhashNotFound';
+      throw new RpcFault(-32002, `Transaction simulation failed: ${err}`, { err, logs: [], accounts: null, unitsConsumed: 0 });
+    }
+    if (stub.dropSends) return signature;
     if (cfg.skipPreflight !== true) {
       const sim = svm.simulateTransaction(tx);
       if (sim instanceof FailedTransactionMetadata) rejectFailure(sim);
@@ -164,6 +252,7 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
     // signature, blockhash and fee-payer failures are dropped by the cluster.
     if (svm.getTransaction(signature as Parameters<LiteSVM['getTransaction']>[0]) !== null) {
       landed.set(signature, { slot, err: result instanceof FailedTransactionMetadata ? errorJson(result.err()) : null });
+      stub.executed.push({ signature, wire: String(params[0]) });
     }
     return signature;
   }
@@ -190,7 +279,7 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
   }
 
   function getFeeForMessage(params: unknown[]) {
-    let message;
+    let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>;
     try {
       message = getCompiledTransactionMessageDecoder().decode(getBase64Encoder().encode(String(params[0])));
     } catch {
@@ -253,7 +342,7 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
   const timer = slotMs > 0 ? setInterval(() => advance(), slotMs) : undefined;
   timer?.unref();
 
-  return {
+  Object.assign(stub, {
     url: server.url,
     port: server.port,
     svm,
@@ -265,5 +354,6 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
       if (timer) clearInterval(timer);
       await server.close();
     },
-  };
+  });
+  return stub;
 }

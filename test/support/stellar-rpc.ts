@@ -8,7 +8,7 @@ import {
   Keypair,
   SorobanDataBuilder,
   StrKey,
-  Transaction,
+  type Transaction,
   TransactionBuilder,
   xdr,
 } from '@stellar/stellar-sdk';
@@ -29,6 +29,13 @@ export type StellarRpcStub = {
   nextSendStatus(status: 'TRY_AGAIN_LATER'): void;
   /** Names of the methods called so far. */
   calls: string[];
+  /** Every transaction applied in a ledger, in order: hash, (inner) source and sequence, envelope. */
+  applied(): { hash: string; source: string; sequence: bigint; ledger: number; envelopeXdr: string }[];
+  /**
+   * How many ledgers of transaction history the RPC keeps (getTransaction / getTransactions);
+   * older ones are NOT_FOUND, as on a real RPC past its retention window. Default: all.
+   */
+  setRetention(ledgers: number | undefined): void;
 };
 
 const BASE_FEE = 100n;
@@ -100,6 +107,9 @@ export async function startStellarRpc(opts: {
   let queue: Pending[] = [];
   const results = new Map<string, Recorded>();
   let forcedStatus: 'TRY_AGAIN_LATER' | undefined;
+  let retention: number | undefined;
+  const appliedOrder: string[] = [];
+  const oldestLedger = () => (retention === undefined ? 1000 : Math.max(1000, ledgerSeq - retention + 1));
 
   function innerOf(env: Envelope): Transaction {
     return env instanceof FeeBumpTransaction ? env.innerTransaction : env;
@@ -141,9 +151,7 @@ export async function startStellarRpc(opts: {
       if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
       const innerArm = checkInner(inner, at, pendingFrom(inner.source));
       if (innerArm) {
-        const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[
-          innerArm.switch().name
-        ]();
+        const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[innerArm.switch().name]();
         return txResult(fee, innerFailed(inner.hash(), 0n, asInner));
       }
       return null;
@@ -168,7 +176,8 @@ export async function startStellarRpc(opts: {
         const to = baseAccount(op.destination);
         const amount = amountToStroops(op.amount);
         let res: xdr.PaymentResult;
-        if (!op.asset.isNative()) res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
+        if (!op.asset.isNative())
+          res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
         else if (bal(to) === undefined) res = xdr.PaymentResult.paymentNoDestination();
         else if ((bal(from) ?? 0n) - amount < BASE_RESERVE) res = xdr.PaymentResult.paymentUnderfunded();
         else {
@@ -223,6 +232,7 @@ export async function startStellarRpc(opts: {
         : ok
           ? R.txSuccess(opResults)
           : R.txFailed(opResults);
+      appliedOrder.push(p.hash);
       results.set(p.hash, {
         status: ok ? 'SUCCESS' : 'FAILED',
         ledger: ledgerSeq,
@@ -256,7 +266,10 @@ export async function startStellarRpc(opts: {
       forcedStatus = undefined;
       return { status, hash, ...ledgerInfo() };
     }
-    if (results.has(hash) || queue.some((p) => p.hash === hash)) return { status: 'DUPLICATE', hash, ...ledgerInfo() };
+    // Known (queued or in the kept history) is a duplicate; an applied one past the history is
+    // validated again, and its used sequence number refuses it.
+    const known = results.get(hash);
+    if ((known && known.ledger >= oldestLedger()) || queue.some((p) => p.hash === hash)) return { status: 'DUPLICATE', hash, ...ledgerInfo() };
     const error = validate(env);
     if (error) return { status: 'ERROR', hash, errorResultXdr: error.toXDR('base64'), ...ledgerInfo() };
     queue.push({ env, hash, xdr: params.transaction as string });
@@ -266,9 +279,9 @@ export async function startStellarRpc(opts: {
   function getTransaction(params: Record<string, unknown>) {
     const hash = params.hash;
     if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/i.test(hash)) throw new RpcFault(-32602, 'invalid parameters: hash');
-    const base = { txHash: hash.toLowerCase(), ...ledgerInfo(), oldestLedger: 1000, oldestLedgerCloseTime: '0' };
+    const base = { txHash: hash.toLowerCase(), ...ledgerInfo(), oldestLedger: oldestLedger(), oldestLedgerCloseTime: '0' };
     const r = results.get(hash.toLowerCase());
-    if (!r) return { status: 'NOT_FOUND', ...base };
+    if (!r || r.ledger < oldestLedger()) return { status: 'NOT_FOUND', ...base };
     return {
       ...base,
       status: r.status,
@@ -279,6 +292,46 @@ export async function startStellarRpc(opts: {
       envelopeXdr: r.envelopeXdr,
       resultXdr: r.resultXdr,
       resultMetaXdr: new xdr.TransactionMeta(0, []).toXDR('base64'),
+    };
+  }
+
+  // Pages of applied transactions in ledger order; the cursor is the position after the page.
+  function getTransactions(params: Record<string, unknown>) {
+    const pagination = (params.pagination ?? {}) as { cursor?: string; limit?: number };
+    const limit = Math.min(Math.max(1, Number(pagination.limit ?? 10)), 200);
+    let from: number;
+    if (pagination.cursor !== undefined) {
+      from = Number(pagination.cursor);
+      if (!Number.isInteger(from) || from < 0) throw new RpcFault(-32602, 'invalid parameters: cursor');
+    } else {
+      const start = Number(params.startLedger);
+      if (!Number.isInteger(start) || start < oldestLedger() || start > ledgerSeq) {
+        throw new RpcFault(-32602, `invalid parameters: startLedger must be between the oldest ledger: ${oldestLedger()} and the latest ledger: ${ledgerSeq}`);
+      }
+      from = appliedOrder.findIndex((h) => results.get(h)!.ledger >= start);
+      if (from < 0) from = appliedOrder.length;
+    }
+    const page = appliedOrder.slice(from, from + limit).filter((h) => results.get(h)!.ledger >= oldestLedger());
+    return {
+      transactions: page.map((h) => {
+        const r = results.get(h)!;
+        return {
+          status: r.status,
+          applicationOrder: r.applicationOrder,
+          feeBump: r.feeBump,
+          envelopeXdr: r.envelopeXdr,
+          resultXdr: r.resultXdr,
+          resultMetaXdr: new xdr.TransactionMeta(0, []).toXDR('base64'),
+          ledger: r.ledger,
+          createdAt: r.createdAt,
+          txHash: h,
+        };
+      }),
+      latestLedger: ledgerSeq,
+      latestLedgerCloseTimestamp: closeTime,
+      oldestLedger: oldestLedger(),
+      oldestLedgerCloseTimestamp: 0,
+      cursor: String(Math.min(appliedOrder.length, from + limit)),
     };
   }
 
@@ -350,7 +403,10 @@ export async function startStellarRpc(opts: {
     }
     const size = fn.toXDR().length;
     const resourceFee = 20_000n + BigInt(size) * 10n;
-    const data = new SorobanDataBuilder().setResources(2_000_000, 2_000 + size, 1_000 + size).setResourceFee(resourceFee).build();
+    const data = new SorobanDataBuilder()
+      .setResources(2_000_000, 2_000 + size, 1_000 + size)
+      .setResourceFee(resourceFee)
+      .build();
     return {
       transactionData: data.toXDR('base64'),
       minResourceFee: resourceFee.toString(),
@@ -363,7 +419,7 @@ export async function startStellarRpc(opts: {
   function dispatch(method: string, params: Record<string, unknown>): unknown {
     switch (method) {
       case 'getHealth':
-        return { status: 'healthy', latestLedger: ledgerSeq, oldestLedger: 1000, ledgerRetentionWindow: 17280 };
+        return { status: 'healthy', latestLedger: ledgerSeq, oldestLedger: oldestLedger(), ledgerRetentionWindow: retention ?? 17280 };
       case 'getNetwork':
         return { passphrase: networkPassphrase, protocolVersion: PROTOCOL_VERSION };
       case 'getLatestLedger':
@@ -381,6 +437,8 @@ export async function startStellarRpc(opts: {
         return sendTransaction(params);
       case 'getTransaction':
         return getTransaction(params);
+      case 'getTransactions':
+        return getTransactions(params);
       default:
         throw new RpcFault(-32601, `method not found: ${method}`);
     }
@@ -414,6 +472,15 @@ export async function startStellarRpc(opts: {
     closeLedger,
     nextSendStatus(status) {
       forcedStatus = status;
+    },
+    applied: () =>
+      appliedOrder.map((h) => {
+        const r = results.get(h)!;
+        const inner = innerOf(TransactionBuilder.fromXDR(r.envelopeXdr, networkPassphrase));
+        return { hash: h, source: inner.source, sequence: BigInt(inner.sequence), ledger: r.ledger, envelopeXdr: r.envelopeXdr };
+      }),
+    setRetention(ledgers) {
+      retention = ledgers;
     },
   };
 }

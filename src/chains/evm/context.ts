@@ -1,10 +1,12 @@
 import type { Network, RpcEndpoint } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { readEvmPolicy, type EvmPolicy } from '../../modules/relayers/policies.js';
-import { findNetwork, type Runtime } from '../../runtime.js';
+import { readEvmPolicy, type EvmPolicy } from './spec.js';
+import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { createEvmRpc, type EvmRpc } from './rpc.js';
+import { slot } from '../../core/state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 
 /** Everything the pipeline needs to act for one EVM relayer, resolved from its row and the config. */
 export interface EvmContext {
@@ -31,23 +33,23 @@ export class EvmSetupError extends Error {
   }
 }
 
-// One client per distinct endpoint list, so endpoint health (cooldowns) is shared by every relayer
-// and every request that uses it. Only a cache: nothing about a transaction lives here.
-const clients = new Map<string, EvmRpc>();
+// One client per distinct endpoint list in a runtime, so endpoint health (cooldowns) is shared by
+// every relayer and every request that uses it. Only a cache: nothing about a transaction lives
+// here; a list unused for CLIENT_IDLE_MS (a changed custom_rpc_urls) is let go.
+const CLIENT_IDLE_MS = 10 * 60_000;
+const CLIENTS = slot('evm rpc clients', () => new ExpiringMap<string, EvmRpc>(CLIENT_IDLE_MS, { touch: true }));
 
-export function rpcEndpoints(rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
+export function rpcEndpoints(_rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
   const custom = relayer.customRpcUrls as RpcEndpoint[] | null;
   return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : network.rpcUrls;
 }
 
 export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
-  const key = JSON.stringify(endpoints);
-  let rpc = clients.get(key);
-  if (!rpc) {
-    rpc = createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log });
-    clients.set(key, rpc);
-  }
-  return rpc;
+  return rt
+    .state(CLIENTS)
+    .getOrCreate(JSON.stringify(endpoints), () =>
+      createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log }),
+    );
 }
 
 export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {

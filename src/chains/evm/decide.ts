@@ -3,7 +3,7 @@
 // observed, and changes only that record; pipeline.ts performs the effects and writes the result.
 import type { Hex } from 'viem';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../modules/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';
@@ -82,7 +82,11 @@ export const reasonOf = (w: Work) => (w.reason !== undefined ? w.reason : isFina
 
 /** A look that changed nothing (not mined yet): the row only needs giving back, due again. */
 export const unchanged = (w: Work) =>
-  w.status === w.tx.status && w.reason === undefined && Object.keys(w.patch).length === 0 && reasonOf(w) === w.tx.statusReason && canonical(w.st) === canonical(w.tx.chainState);
+  w.status === w.tx.status &&
+  w.reason === undefined &&
+  Object.keys(w.patch).length === 0 &&
+  reasonOf(w) === w.tx.statusReason &&
+  canonical(w.st) === canonical(w.tx.chainState);
 
 /** JSON with keys sorted at every level and undefined left out (jsonb does not keep key order). */
 function canonical(v: unknown): string {
@@ -286,7 +290,8 @@ export function dueForResubmit(pace: Pace, w: Work, now: number, lineSince: numb
 /** Whether fees `a` bid less than `b` on either the price cap or the tip. */
 const below = (a: FeeParams, b: FeeParams) =>
   maxPricePerGas(a) < maxPricePerGas(b) || ('gasPrice' in a || 'gasPrice' in b ? false : a.maxPriorityFeePerGas < b.maxPriorityFeePerGas);
-const sameFees = (a: FeeParams, b: FeeParams) => maxPricePerGas(a) === maxPricePerGas(b) && ('gasPrice' in a ? true : a.maxPriorityFeePerGas === (b as typeof a).maxPriorityFeePerGas);
+const sameFees = (a: FeeParams, b: FeeParams) =>
+  maxPricePerGas(a) === maxPricePerGas(b) && ('gasPrice' in a ? true : a.maxPriorityFeePerGas === (b as typeof a).maxPriorityFeePerGas);
 
 /**
  * The fees of the next signing at the row's nonce, or 'resend' when a new bid would not help (the
@@ -308,7 +313,8 @@ export function planFees(
     return 'resend';
   }
   const fees = replacement(prev.fees, fresh);
-  const bid: FeeParams = 'gasPrice' in fees ? { gasPrice: fees.gasPrice } : { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+  const bid: FeeParams =
+    'gasPrice' in fees ? { gasPrice: fees.gasPrice } : { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
   if (same && sameFees(bid, prev.fees)) {
     w.st.phase = 'signed';
     w.st.waiting = "fees are at the relayer's gas_price_cap: waiting for the network to take it";

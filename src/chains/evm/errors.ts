@@ -34,14 +34,14 @@ export function classifyBroadcastError(e: unknown): BroadcastVerdict {
 }
 
 const PANICS: Record<number, string> = {
-  0x01: 'assertion failed',
-  0x11: 'arithmetic overflow or underflow',
-  0x12: 'division by zero',
-  0x21: 'invalid enum value',
-  0x31: 'pop on an empty array',
-  0x32: 'array index out of bounds',
-  0x41: 'out of memory',
-  0x51: 'call to an uninitialised function',
+  1: 'assertion failed',
+  17: 'arithmetic overflow or underflow',
+  18: 'division by zero',
+  33: 'invalid enum value',
+  49: 'pop on an empty array',
+  50: 'array index out of bounds',
+  65: 'out of memory',
+  81: 'call to an uninitialised function',
 };
 
 /** Words for revert data: Error(string) reason, Panic code, else the raw custom error data. */

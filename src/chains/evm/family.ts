@@ -1,13 +1,13 @@
 import type { Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
-import type { Accepted, ChainFamily } from '../../modules/transactions/family.js';
-import { FINAL_STATUSES } from '../../modules/transactions/service.js';
-import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+import { invalid, unavailable } from '../../core/errors.js';
+import { RelayerCheckError } from '../../core/errors.js';
+import type { Accepted, ChainFamily } from '../../core/transactions/family.js';
+import { FINAL_STATUSES } from '../../core/transactions/service.js';
+import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
+import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
-import { evmContext, EvmSetupError } from './context.js';
+import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
 import { processBatch } from './pipeline.js';
 import { RpcUnavailableError } from './rpc.js';
@@ -15,7 +15,7 @@ import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
 async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<void> {
-  let ctx;
+  let ctx: EvmContext;
   try {
     ctx = evmContext(rt, relayer);
   } catch (e) {
@@ -23,17 +23,24 @@ async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<void> {
     throw e;
   }
   if (!ctx.signer) {
-    throw new RelayerCheckError('SignerUnavailable', `signer "${relayer.signerId}" is not loaded for EVM, or its address is not the relayer's (${relayer.address})`);
+    throw new RelayerCheckError(
+      'SignerUnavailable',
+      `signer "${relayer.signerId}" is not loaded for EVM, or its address is not the relayer's (${relayer.address})`,
+    );
   }
   let chainId: number;
   try {
     chainId = Number(BigInt(await ctx.rpc.request<Hex>('eth_chainId')));
   } catch (e) {
-    if (e instanceof RpcUnavailableError) throw new RelayerCheckError('RpcUnavailable', `no RPC endpoint of network "${ctx.network.name}" answers: ${e.message}`);
+    if (e instanceof RpcUnavailableError)
+      throw new RelayerCheckError('RpcUnavailable', `no RPC endpoint of network "${ctx.network.name}" answers: ${e.message}`);
     throw new RelayerCheckError('RpcUnavailable', `eth_chainId failed: ${(e as Error).message}`);
   }
   if (chainId !== ctx.chainId) {
-    throw new RelayerCheckError('ChainIdMismatch', `the RPC endpoint reports chain id ${chainId}, but network "${ctx.network.name}" has chain_id ${ctx.chainId}`);
+    throw new RelayerCheckError(
+      'ChainIdMismatch',
+      `the RPC endpoint reports chain id ${chainId}, but network "${ctx.network.name}" has chain_id ${ctx.chainId}`,
+    );
   }
   try {
     await reconcileNonces(rt, ctx);
@@ -47,7 +54,7 @@ async function chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint> {
   try {
     return BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [relayer.address, 'pending']));
   } catch (e) {
-    if (e instanceof RpcUnavailableError) throw badRequest(`relayer ${relayer.id}: its network cannot be reached to read the account's nonce; try again`);
+    if (e instanceof RpcUnavailableError) throw unavailable(`relayer ${relayer.id}: its network cannot be reached to read the account's nonce; try again`);
     throw e;
   }
 }
@@ -68,11 +75,11 @@ async function save(rt: Runtime, tx: Transaction, owner: string, patch: Transact
  * when that is mined (or mined/confirmed if the original wins the race).
  */
 async function cancel(rt: Runtime, tx: Transaction, owner: string): Promise<Transaction> {
-  if (!inFlight(tx)) throw badRequest(`cannot cancel a transaction in status ${tx.status}`);
+  if (!inFlight(tx)) throw invalid(`cannot cancel a transaction in status ${tx.status}`);
   const st = readState(tx);
   if (st.goal === 'noop') {
     if (st.outcome?.status === 'canceled') return tx;
-    throw badRequest('cannot cancel: the transaction is already being replaced because its valid_until passed');
+    throw invalid('cannot cancel: the transaction is already being replaced because its valid_until passed');
   }
   const next: EvmState = { ...st, goal: 'noop', phase: 'new', waiting: undefined };
   if (!payloadSigned(st)) {
@@ -87,9 +94,9 @@ async function cancel(rt: Runtime, tx: Transaction, owner: string): Promise<Tran
 
 /** Replace: a new payload at the same nonce; once signed, it goes out with fees at least 10% above the last broadcast. */
 async function replace(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction> {
-  if (!inFlight(tx)) throw badRequest(`cannot replace a transaction in status ${tx.status}`);
+  if (!inFlight(tx)) throw invalid(`cannot replace a transaction in status ${tx.status}`);
   const st = readState(tx);
-  if (st.goal === 'noop') throw badRequest(`cannot replace a transaction that is being ${st.outcome?.status === 'expired' ? 'expired' : 'canceled'}`);
+  if (st.goal === 'noop') throw invalid(`cannot replace a transaction that is being ${st.outcome?.status === 'expired' ? 'expired' : 'canceled'}`);
   const next: EvmState = { ...st, phase: 'new', waiting: undefined };
   if (payloadSigned(st)) {
     next.previous = { ...(st.previous ?? {}), [String(st.version)]: { to: tx.to, value: tx.value, data: tx.data, gasLimit: tx.gasLimit?.toString() ?? null } };
@@ -122,4 +129,3 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
 };
-

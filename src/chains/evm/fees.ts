@@ -32,16 +32,9 @@ type FeeHistory = { baseFeePerGas?: Hex[]; reward?: Hex[][] };
  * (at least 1 wei). maxFee = 2 × next block's base fee + priority, which stays
  * valid through several consecutive full blocks of base-fee growth.
  */
-export async function eip1559Fees(
-  rpc: RpcRequester,
-  speed: Speed,
-): Promise<Eip1559Fees & { baseFeePerGas: bigint }> {
+export async function eip1559Fees(rpc: RpcRequester, speed: Speed): Promise<Eip1559Fees & { baseFeePerGas: bigint }> {
   const percentiles = SPEEDS.map((s) => SPEED_PERCENTILE[s]);
-  const history = await rpc.request<FeeHistory>('eth_feeHistory', [
-    toHex(FEE_HISTORY_BLOCKS),
-    'latest',
-    percentiles,
-  ]);
+  const history = await rpc.request<FeeHistory>('eth_feeHistory', [toHex(FEE_HISTORY_BLOCKS), 'latest', percentiles]);
   const baseFees = history.baseFeePerGas ?? [];
   if (baseFees.length === 0) throw new Error('eth_feeHistory returned no base fees; chain may not support EIP-1559');
   // The last entry is the base fee of the next (pending) block.

@@ -1,7 +1,8 @@
 import type { Transaction } from '../../generated/prisma/client.js';
-import { emitTransactionUpdate, writeWithEvents } from '../../modules/notifications/events.js';
-import { publishTransaction } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+import { randomUUID } from 'node:crypto';
+import { writeWithEvents } from '../../core/notifications/events.js';
+import { insertTransactions, publishTransaction } from '../../core/transactions/store.js';
+import type { Runtime } from '../../core/runtime.js';
 import { TRANSFER_GAS, type EvmPayload } from './accept.js';
 import type { EvmContext } from './context.js';
 import type { EvmState } from './state.js';
@@ -47,7 +48,10 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     WHERE id = ${id} AND next_nonce = ${row.nextNonce}
       AND NOT EXISTS (SELECT 1 FROM transactions WHERE relayer_id = ${id} AND nonce >= ${pending})`;
   if (lowered > 0) {
-    rt.log.warn({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter was ahead of the chain with no transaction holding those nonces: moved back');
+    rt.log.warn(
+      { relayerId: id, from: row.nextNonce.toString(), to: pending.toString() },
+      'nonce counter was ahead of the chain with no transaction holding those nonces: moved back',
+    );
     return { next: pending, filled: [] };
   }
   const held = await rt.prisma.transaction.findMany({
@@ -67,6 +71,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
 async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean> {
   const { relayer } = ctx;
   const reason = `nonce ${n} was allocated but no transaction held it; a 0-value self-transfer takes it so that later transactions can be mined`;
+  const validUntil = new Date(Date.now() + 8 * 3600_000);
   const request: EvmPayload = {
     to: relayer.address,
     value: '0',
@@ -76,32 +81,41 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
     maxFeePerGas: null,
     maxPriorityFeePerGas: null,
     speed: 'fast',
-    validUntil: new Date(Date.now() + 8 * 3600_000).toISOString(),
+    validUntil: validUntil.toISOString(),
   };
   const state: EvmState = { goal: 'noop', outcome: { status: 'canceled', reason }, phase: 'new', broadcasts: [], version: 0 };
   let tx: Transaction;
   try {
-    tx = await writeWithEvents(rt, async (db) => {
-      const created = await db.transaction.create({
-        data: {
-          relayerId: relayer.id,
-          networkType: 'evm',
-          status: 'canceled',
-          statusReason: reason,
-          nonce: n,
-          from: relayer.address,
-          to: relayer.address,
-          value: '0',
-          gasLimit: TRANSFER_GAS,
-          speed: 'fast',
-          validUntil: new Date(request.validUntil),
-          request: request as never,
-          chainState: state as never,
-        },
-      });
-      await emitTransactionUpdate(db, relayer, created);
-      return created;
-    });
+    [tx] = await writeWithEvents(rt, (db) =>
+      insertTransactions(
+        db,
+        [
+          {
+            id: randomUUID(),
+            relayerId: relayer.id,
+            networkType: 'evm',
+            status: 'canceled',
+            statusReason: reason,
+            nonce: n,
+            from: relayer.address,
+            to: relayer.address,
+            value: '0',
+            data: null,
+            gasLimit: TRANSFER_GAS,
+            gasPrice: null,
+            maxFeePerGas: null,
+            maxPriorityFeePerGas: null,
+            speed: 'fast',
+            validUntil,
+            request: request as never,
+            chainState: state as never,
+            idempotencyKey: null,
+            requestDigest: null,
+          },
+        ],
+        { relayers: [relayer] },
+      ),
+    );
   } catch (e) {
     // Someone else filled it meanwhile.
     if (isUniqueViolation(e)) return false;
@@ -112,28 +126,3 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
   rt.wake();
   return true;
 }
-
-/**
- * A new nonce for a leased transaction whose nonce the chain used for someone else's transaction
- * (none of ours can be mined there any more). Allocated and written in one database transaction.
- */
-export async function reassignNonce(rt: Runtime, ctx: EvmContext, tx: Transaction, owner: string, chainPending: bigint): Promise<bigint | null> {
-  return rt.prisma.$transaction(async (db) => {
-    const [r] = await db.$queryRaw<{ nonce: bigint }[]>`
-      UPDATE relayers SET next_nonce = GREATEST(next_nonce, ${chainPending}) + 1
-      WHERE id = ${ctx.relayer.id} AND next_nonce IS NOT NULL
-      RETURNING next_nonce - 1 AS nonce`;
-    if (!r) return null;
-    const nonce = BigInt(r.nonce);
-    const n = await db.$executeRaw`
-      UPDATE transactions SET nonce = ${nonce}
-      WHERE id = ${tx.id} AND lease_owner = ${owner} AND lease_until = ${tx.leaseUntil?.toISOString() ?? null}::timestamp(3)`;
-    if (n === 0) throw new LeaseLost();
-    return nonce;
-  }).catch((e) => {
-    if (e instanceof LeaseLost) return null;
-    throw e;
-  });
-}
-
-class LeaseLost extends Error {}

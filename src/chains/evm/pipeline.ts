@@ -2,9 +2,9 @@
 // leased transactions. What to do with each answer is decided in decide.ts.
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { release } from '../../db/lease.js';
-import { saveTransactions, type TransactionPatch } from '../../modules/transactions/store.js';
-import type { Runtime } from '../../runtime.js';
+import { moveToNewNonce, releaseTransactions, saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
+import { slot } from '../../core/state.js';
+import type { Runtime } from '../../core/runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, type EvmContext } from './context.js';
 import {
@@ -35,7 +35,7 @@ import {
 import { classifyBroadcastError, revertReason } from './errors.js';
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
-import { chainNonces, latestNonce, reassignNonce, reconcileNonces } from './nonces.js';
+import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
 import { capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc.js';
 import { readState, type Broadcast } from './state.js';
@@ -46,10 +46,10 @@ export async function processBatch(rt: Runtime, txs: Transaction[]): Promise<voi
   const byRelayer = new Map<string, Transaction[]>();
   for (const tx of txs) byRelayer.set(tx.relayerId, [...(byRelayer.get(tx.relayerId) ?? []), tx]);
   const relayers = await rt.prisma.relayer.findMany({ where: { id: { in: [...byRelayer.keys()] } } });
-  await Promise.all(relayers.map((r) => processRelayer(rt, r, byRelayer.get(r.id)!, rt.instanceId)));
+  await Promise.all(relayers.map((r) => processRelayer(rt, r, byRelayer.get(r.id)!)));
 }
 
-export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[], owner: string): Promise<void> {
+async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[]): Promise<void> {
   const works = txs.map((tx) => newWork(tx, readState(tx)));
   works.forEach(resumeSigned);
   let ctx: EvmContext;
@@ -57,7 +57,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     ctx = evmContext(rt, relayer);
   } catch (e) {
     for (const w of works) wait(w, `cannot work on this transaction: ${(e as Error).message}`, 30_000);
-    await persist(rt, owner, works, true);
+    await persist(rt, works, true);
     return;
   }
   const log = rt.log.child({ relayerId: relayer.id });
@@ -70,7 +70,13 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     // 1. What the chain already has: receipts for transactions whose nonce the chain has passed.
     latest = await latestNonce(ctx);
     const line = lineOf(rt, relayer.id, latest, Date.now());
-    await resolve(rt, ctx, owner, active().filter((w) => w.tx.nonce !== null), latest, log);
+    await resolve(
+      rt,
+      ctx,
+      active().filter((w) => w.tx.nonce !== null),
+      latest,
+      log,
+    );
 
     // 2. Decide what each needs, and sign; every signing is saved before it is broadcast.
     const toSign: Work[] = [];
@@ -91,7 +97,7 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     if (stuckAbove) await fillGapsNow(rt, ctx, log);
     const { signed, resend } = await signAll(ctx, toSign, log);
     crashAt(rt, signed, 'signed');
-    await persist(rt, owner, signed, false);
+    await persist(rt, signed, false);
     crashAt(rt, signed, 'saved');
     toBroadcast.push(...resend, ...signed.filter((w) => !w.lost && w.st.phase === 'signed'));
 
@@ -99,15 +105,28 @@ export async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transac
     const accepted = await broadcastAll(rt, ctx, toBroadcast, log);
     if (accepted.length > 0) {
       const again = await latestNonce(ctx).catch(() => null);
-      if (again !== null) await resolve(rt, ctx, owner, accepted.filter((w) => !w.lost), again, log);
+      if (again !== null)
+        await resolve(
+          rt,
+          ctx,
+          accepted.filter((w) => !w.lost),
+          again,
+          log,
+        );
     }
   } catch (e) {
     if (!(e instanceof RpcUnavailableError)) throw e;
     for (const w of works) if (!w.lost && w.st.phase !== 'done') unreachable(w, e);
   }
-  await persist(rt, owner, works, true);
+  await persist(rt, works, true);
   const out = works.filter((w) => !w.lost && w.st.phase === 'broadcast').map(nonceOf);
-  if (out.length > 0 && latest !== undefined) watchMined(rt, ctx, out.reduce((a, b) => (a > b ? a : b)), latest);
+  if (out.length > 0 && latest !== undefined)
+    watchMined(
+      rt,
+      ctx,
+      out.reduce((a, b) => (a > b ? a : b)),
+      latest,
+    );
   const soonest = Math.min(...works.filter((w) => !w.lost && w.dueInMs !== null).map((w) => w.dueInMs!));
   if (Number.isFinite(soonest) && soonest < 250) setTimeout(() => rt.wake(), soonest).unref();
 }
@@ -122,25 +141,28 @@ function crashAt(rt: Runtime, works: Work[], stage: 'signed' | 'saved' | 'broadc
 
 // When each relayer's mined nonce last moved, as seen here: only a timing hint for resubmission
 // (a restart or another instance just starts a new clock), so it lives in memory.
-const lines = new Map<string, { nonce: bigint; since: number }>();
+const LINES = slot('EVM mined-nonce lines', () => new Map<string, { nonce: bigint; since: number }>());
 
 function lineOf(rt: Runtime, relayerId: string, latest: bigint, now: number) {
-  const key = `${rt.instanceId}:${relayerId}`;
-  const line = lines.get(key);
+  const lines = rt.state(LINES);
+  const line = lines.get(relayerId);
   if (line && line.nonce === latest) return line;
   const fresh = { nonce: latest, since: now };
-  lines.set(key, fresh);
+  lines.set(relayerId, fresh);
   return fresh;
 }
 
 /** Writes every transaction of the step (with `endStep`, giving their leases back); only rows whose lease still holds are written. */
-async function persist(rt: Runtime, owner: string, works: Work[], endStep: boolean) {
+async function persist(rt: Runtime, works: Work[], endStep: boolean) {
   let live = works.filter((w) => !w.lost);
   if (live.length === 0) return;
   const dueAt = (w: Work) => (w.st.phase === 'done' || w.dueInMs === null ? null : new Date(Date.now() + w.dueInMs));
   if (endStep) {
     const same = live.filter(unchanged);
-    await release(rt.prisma, 'transactions', owner, same.map((w) => ({ id: w.tx.id, leaseUntil: w.tx.leaseUntil, dueAt: dueAt(w) })));
+    await releaseTransactions(
+      rt,
+      same.map((w) => ({ tx: w.tx, dueAt: dueAt(w) })),
+    );
     live = live.filter((w) => !same.includes(w));
     if (live.length === 0) return;
   }
@@ -149,7 +171,7 @@ async function persist(rt: Runtime, owner: string, works: Work[], endStep: boole
     if (endStep) patch.dueAt = dueAt(w);
     return { before: w.tx, patch, via: w.via, release: endStep };
   });
-  const saved = await saveTransactions(rt, owner, changes);
+  const saved = await saveTransactions(rt, rt.instanceId, changes);
   for (const w of live) {
     const row = saved.get(w.tx.id);
     if (!row) {
@@ -166,7 +188,7 @@ async function persist(rt: Runtime, owner: string, works: Work[], endStep: boole
 // ---------------------------------------------------------------------------------------------
 // Receipts and nonce attribution
 
-async function resolve(rt: Runtime, ctx: EvmContext, owner: string, works: Work[], latest: bigint, log: Runtime['log']) {
+async function resolve(rt: Runtime, ctx: EvmContext, works: Work[], latest: bigint, log: Runtime['log']) {
   const look = works.filter((w) => !w.lost && w.st.phase !== 'done' && (w.st.phase === 'mined' || nonceOf(w) < latest));
   if (look.length === 0) return;
   // Every signing of each, at any nonce it ever had: after restarts and lease moves, any may be the one mined.
@@ -187,7 +209,8 @@ async function resolve(rt: Runtime, ctx: EvmContext, owner: string, works: Work[
     }
     if (receipt) {
       const b = w.st.broadcasts.find((x) => x.hash.toLowerCase() === receipt!.transactionHash.toLowerCase())!;
-      if (b.nonce !== nonceOf(w).toString()) log.error({ transactionId: w.tx.id, nonce: b.nonce }, 'a signing at an earlier nonce of this transaction was mined');
+      if (b.nonce !== nonceOf(w).toString())
+        log.error({ transactionId: w.tx.id, nonce: b.nonce }, 'a signing at an earlier nonce of this transaction was mined');
       if (onReceipt(ctx, w, b, receipt, headBlock) === 'reverted') reverted.push({ w, b, r: receipt });
     } else if (unanswered) {
       w.dueInMs = pollMs(ctx); // no answer is no evidence: look again
@@ -198,11 +221,11 @@ async function resolve(rt: Runtime, ctx: EvmContext, owner: string, works: Work[
     }
   }
   if (reverted.length) await explainReverts(ctx, reverted);
-  for (const w of unexplained) await attributeNonce(rt, ctx, owner, w, headBlock, log);
+  for (const w of unexplained) await attributeNonce(rt, ctx, w, headBlock, log);
 }
 
 /** The chain passed the nonce and no signing of this transaction has a receipt: whose transaction took it? */
-async function attributeNonce(rt: Runtime, ctx: EvmContext, owner: string, w: Work, head: bigint, log: Runtime['log']) {
+async function attributeNonce(rt: Runtime, ctx: EvmContext, w: Work, head: bigint, log: Runtime['log']) {
   const n = nonceOf(w);
   const mined = await minedAt(ctx.rpc, ctx.relayer.address as Address, n, head);
   const verdict = attribute(ctx, w, mined, new Date());
@@ -212,12 +235,15 @@ async function attributeNonce(rt: Runtime, ctx: EvmContext, owner: string, w: Wo
   }
   if (verdict !== 'move') return;
   const { pending } = await chainNonces(ctx);
-  const next = await reassignNonce(rt, ctx, w.tx, owner, pending);
+  const next = await moveToNewNonce(rt, w.tx, pending);
   if (next === null) {
     w.lost = true;
     return;
   }
-  log.warn({ transactionId: w.tx.id, from: n.toString(), to: next.toString(), usedBy: mined }, 'nonce used by another transaction of this account: transaction moved to a new nonce');
+  log.warn(
+    { transactionId: w.tx.id, from: n.toString(), to: next.toString(), usedBy: mined },
+    'nonce used by another transaction of this account: transaction moved to a new nonce',
+  );
   movedTo(w, n, next, mined!);
 }
 
@@ -285,7 +311,12 @@ async function signOne(ctx: EvmContext, w: Work): Promise<'signed' | 'resend' | 
   let gasLimit = noop ? TRANSFER_GAS : w.tx.gasLimit;
   if (gasLimit === null) {
     try {
-      gasLimit = await estimateGasWithMargin(ctx.rpc, { from: w.tx.from as Address, to: (w.tx.to ?? undefined) as Address | undefined, data: (w.tx.data ?? undefined) as Hex | undefined, value: BigInt(w.tx.value) });
+      gasLimit = await estimateGasWithMargin(ctx.rpc, {
+        from: w.tx.from as Address,
+        to: (w.tx.to ?? undefined) as Address | undefined,
+        data: (w.tx.data ?? undefined) as Hex | undefined,
+        value: BigInt(w.tx.value),
+      });
       w.patch.gasLimit = gasLimit;
     } catch (e) {
       if (!(e instanceof RpcError)) throw e;
@@ -303,7 +334,9 @@ async function signOne(ctx: EvmContext, w: Work): Promise<'signed' | 'resend' | 
   const body = noop
     ? { ...base, to: ctx.relayer.address as Address, value: 0n }
     : { ...base, to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined };
-  const unsigned = ('gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }) as TransactionSerializable;
+  const unsigned = (
+    'gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }
+  ) as TransactionSerializable;
   const raw = await ctx.signer.account.signTransaction(unsigned);
   const sig = noop ? undefined : parseTransaction(raw);
   recordSigning(w, {
@@ -347,13 +380,13 @@ async function broadcastAll(rt: Runtime, ctx: EvmContext, works: Work[], log: Ru
   return accepted;
 }
 
-// A cache of when each relayer's nonces were last reconciled here, so a stuck relayer is not
-// reconciled on every step; any instance may do it, at most this often each.
-const lastReconciled = new Map<string, number>();
+// When each relayer's nonces were last reconciled here, so a stuck relayer is not reconciled on
+// every step; any instance may do it, at most this often each.
+const RECONCILED = slot('EVM nonce reconciliations', () => new Map<string, number>());
 
 async function fillGapsNow(rt: Runtime, ctx: EvmContext, log: Runtime['log']) {
-  const last = lastReconciled.get(ctx.relayer.id) ?? 0;
-  if (Date.now() - last < 10_000) return;
-  lastReconciled.set(ctx.relayer.id, Date.now());
+  const reconciled = rt.state(RECONCILED);
+  if (Date.now() - (reconciled.get(ctx.relayer.id) ?? 0) < 10_000) return;
+  reconciled.set(ctx.relayer.id, Date.now());
   await reconcileNonces(rt, ctx).catch((err) => log.warn({ err }, 'nonce reconciliation failed'));
 }

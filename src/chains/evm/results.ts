@@ -26,7 +26,10 @@ const CHECKS: Record<string, (result: unknown) => boolean> = {
   eth_getBlockByNumber: (r) => r === null || (isObject(r) && quantity(r.number) && Array.isArray(r.transactions)),
   eth_getBlockByHash: (r) => r === null || (isObject(r) && quantity(r.number) && Array.isArray(r.transactions)),
   eth_feeHistory: (r) =>
-    isObject(r) && quantity(r.oldestBlock) && (r.baseFeePerGas === undefined || Array.isArray(r.baseFeePerGas)) && (r.reward === undefined || Array.isArray(r.reward)),
+    isObject(r) &&
+    quantity(r.oldestBlock) &&
+    (r.baseFeePerGas === undefined || Array.isArray(r.baseFeePerGas)) &&
+    (r.reward === undefined || Array.isArray(r.reward)),
 };
 
 /** Whether `result` can be an answer to `method` (methods not listed here are not checked). */

@@ -1,12 +1,5 @@
 import { custom, type Transport } from 'viem';
-import {
-  createJsonRpcClient,
-  JsonRpcError,
-  type EndpointStatus,
-  type RpcCall,
-  type RpcLogger,
-  type RpcOutcome,
-} from '../jsonrpc.js';
+import { createJsonRpcClient, JsonRpcError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
 import { isEvmResultShape } from './results.js';
 
 export { RpcUnavailableError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
@@ -70,10 +63,7 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     request,
     batch: client.batch,
     // retryCount 0: failover and retries already happen in request().
-    transport: custom(
-      { request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params ?? []) },
-      { retryCount: 0 },
-    ),
+    transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params ?? []) }, { retryCount: 0 }),
     status: client.status,
   };
 }

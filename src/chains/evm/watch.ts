@@ -1,7 +1,6 @@
-import { LEASE_MS } from '../../db/lease.js';
-import type { Transaction } from '../../generated/prisma/client.js';
-import { TRANSACTION_COLUMNS } from '../../modules/transactions/sql.js';
-import type { Runtime } from '../../runtime.js';
+import { claimBelowNonce } from '../../core/transactions/store.js';
+import { slot } from '../../core/state.js';
+import type { Runtime } from '../../core/runtime.js';
 import type { EvmContext } from './context.js';
 import { latestNonce } from './nonces.js';
 
@@ -24,11 +23,10 @@ interface Watch {
 const watchMs = (ctx: EvmContext) => Math.min(1_000, Math.max(50, Math.round(ctx.blocktimeMs / 10)));
 
 /** Per runtime (a restarted service in the same process starts afresh), per relayer. */
-const watchesOf = new WeakMap<Runtime, Map<string, Watch>>();
+const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
 
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
-  let watches = watchesOf.get(rt);
-  if (!watches) watchesOf.set(rt, (watches = new Map()));
+  const watches = rt.state(WATCHES);
   const w = watches.get(ctx.relayer.id) ?? { upTo, seen };
   watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
@@ -38,13 +36,9 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
 /** The rows whose nonce the chain passed, still in flight and free, leased to this instance's worker. */
 async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
   if (!rt.handOff) return; // the worker stopped
-  const rows = await rt.prisma.$queryRawUnsafe<Transaction[]>(CLAIM_MINED, relayerId, latest, rt.instanceId, String(LEASE_MS));
+  const rows = await claimBelowNonce(rt, relayerId, latest);
   if (rows.length > 0) rt.handOff(rows.sort((a, b) => (a.nonce! < b.nonce! ? -1 : 1)));
 }
-
-const CLAIM_MINED = `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
-  WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
-  RETURNING ${TRANSACTION_COLUMNS}`;
 
 function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
   const key = ctx.relayer.id;

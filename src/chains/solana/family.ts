@@ -2,19 +2,21 @@
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
-import type { ChainFamily } from '../../modules/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
-import { findNetwork, type Runtime } from '../../runtime.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
+import { invalid } from '../../core/errors.js';
+import { RelayerCheckError } from '../../core/errors.js';
+import type { ChainFamily } from '../../core/transactions/family.js';
+import type { TransactionPatch } from '../../core/transactions/store.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { clientCache, contextForCheck, endpointsOf, long, relayerOfStep, saveStep } from '../step.js';
 import { SolanaRequestError } from './errors.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
 import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc.js';
-import { checkSolanaTx, submitSolanaTx } from './status.js';
+import { solanaVerdict, type SolanaSigning, type SolanaVerdict } from './decide.js';
+import { submitSolanaTx } from './status.js';
 
 interface Ctx {
   relayer: Relayer;
@@ -26,9 +28,9 @@ interface Ctx {
   pollMs: number;
 }
 
-/** What the pipeline keeps about the transaction's current signed form (transactions.chain_state). */
+/** What the pipeline keeps about the transaction (transactions.chain_state). */
 interface SolanaState {
-  /** The signed wire transaction, written before it is sent so that a restart sends the same bytes. */
+  /** The current signed wire transaction, written before it is sent so that a restart sends the same bytes. */
   wire: string;
   signature: string;
   blockhash: string;
@@ -36,13 +38,20 @@ interface SolanaState {
   lastValidBlockHeight: string | null;
   /** A node accepted this wire transaction. */
   accepted: boolean;
+  /** Which signing path made the current wire transaction (names its crash points). */
+  kind?: 'send' | 'resign';
+  /**
+   * Every signing ever made of this transaction, oldest first, each written before it was sent:
+   * any of them may be the one on chain, so all are looked up.
+   */
+  signings?: SolanaSigning[];
   /** Published as the record's network fields (REST, webhooks, GraphQL networkData). */
   public: Record<string, unknown>;
 }
 
 const DEFAULT_SLOT_MS = 400;
 
-const rpcFor = clientCache((endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('solana rpc clients', (endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
@@ -54,25 +63,51 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     network,
     signer,
     policy: solanaPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_SLOT_MS,
   };
 }
 
 const readRequest = (tx: Transaction) => tx.request as unknown as SolanaTransactionRequest;
-const asJson = (state: SolanaState) => state as unknown as Prisma.InputJsonObject;
+const asJson = (state: SolanaState) => state as unknown as TransactionPatch['chainState'];
 
 function prepare(c: Ctx, req: SolanaTransactionRequest, resubmit = false): Promise<PreparedSolanaTx> {
   return prepareSolanaTx(req, { signer: c.signer, rpc: c.rpc, policy: c.policy, resubmit });
 }
 
-function stateOf(prepared: PreparedSolanaTx): SolanaState {
+const signingOf = (p: PreparedSolanaTx): SolanaSigning => ({
+  signature: p.signature,
+  blockhash: p.blockhash,
+  lastValidBlockHeight: p.lastValidBlockHeight?.toString() ?? null,
+});
+
+/**
+ * Every signing of the transaction: those chain_state lists, plus any signature the record lists
+ * (hashes) that chain_state does not (rows written before signings were kept).
+ */
+function signingsOf(tx: Transaction, state: SolanaState): SolanaSigning[] {
+  const list = state.signings ? [...state.signings] : [];
+  const known = new Set(list.map((s) => s.signature));
+  const current: SolanaSigning = { signature: state.signature, blockhash: state.blockhash, lastValidBlockHeight: state.lastValidBlockHeight };
+  for (const sig of tx.hashes) {
+    if (known.has(sig)) continue;
+    known.add(sig);
+    // Its blockhash is unknown: it expired no later than the current one (it was replaced by it).
+    list.push(sig === current.signature ? current : { ...current, signature: sig });
+  }
+  if (!known.has(current.signature)) list.push(current);
+  return list;
+}
+
+function stateOf(prepared: PreparedSolanaTx, kind: 'send' | 'resign', earlier: SolanaSigning[]): SolanaState {
   return {
     wire: prepared.wireBase64,
     signature: prepared.signature,
     blockhash: prepared.blockhash,
     lastValidBlockHeight: prepared.lastValidBlockHeight?.toString() ?? null,
     accepted: false,
+    kind,
+    signings: [...earlier, signingOf(prepared)],
     public: {
       signature: prepared.signature,
       recent_blockhash: prepared.blockhash,
@@ -82,8 +117,39 @@ function stateOf(prepared: PreparedSolanaTx): SolanaState {
   };
 }
 
-/** Signs it with a fresh blockhash (the previous one can no longer land), until valid_until. */
-async function renew(rt: Runtime, c: Ctx, tx: Transaction, why: string): Promise<void> {
+/** What the chain says about every signing of the transaction (the height first, so "gone" holds on every fork). */
+async function lookUp(c: Ctx, signings: SolanaSigning[]): Promise<SolanaVerdict> {
+  const needsHeight = signings.every((s) => s.lastValidBlockHeight !== null);
+  const height = needsHeight ? await c.rpc.getBlockHeight('finalized') : null;
+  const statuses = await c.rpc.getSignatureStatuses(
+    signings.map((s) => s.signature),
+    { searchTransactionHistory: true },
+  );
+  return solanaVerdict(signings, statuses, height);
+}
+
+/** Records the signing found on chain as the transaction's, with the status it has there. */
+async function recordLanded(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState, v: Extract<SolanaVerdict, { kind: 'landed' }>): Promise<void> {
+  const publicFields = { ...state.public, signature: v.signature, slot: v.slot };
+  const chainState = asJson({ ...state, accepted: true, public: publicFields });
+  const landed = { hash: v.signature, chainState };
+  switch (v.status) {
+    case 'mined':
+      await saveStep(rt, tx, { ...landed, status: 'mined', statusReason: null }, c.pollMs);
+      return;
+    case 'confirmed':
+      await saveStep(rt, tx, { ...landed, status: 'confirmed', statusReason: null, confirmedAt: new Date() }, null);
+      return;
+    case 'failed':
+      await saveStep(rt, tx, { ...landed, status: 'failed', statusReason: `included in slot ${v.slot} but failed: ${v.reason}` }, null);
+  }
+}
+
+/**
+ * Signs it again with a fresh blockhash. Only called on a 'gone' verdict: no signing is on chain
+ * and none can land any more. Ends expired past valid_until.
+ */
+async function resign(rt: Runtime, c: Ctx, tx: Transaction, _state: SolanaState, signings: SolanaSigning[], why: string): Promise<void> {
   if (Date.now() >= tx.validUntil!.getTime()) {
     await saveStep(rt, tx, { status: 'expired', statusReason: `${why}, and valid_until has passed` }, null);
     return;
@@ -102,7 +168,9 @@ async function renew(rt: Runtime, c: Ctx, tx: Transaction, why: string): Promise
     }
     throw e;
   }
-  await saveStep(rt, tx, { hash: prepared.signature, hashes: { push: prepared.signature }, chainState: asJson(stateOf(prepared)) }, 0);
+  rt.crash('solana.resign.signed');
+  const next = stateOf(prepared, 'resign', signings);
+  await saveStep(rt, tx, { hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(next) }, 0);
 }
 
 async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
@@ -115,7 +183,12 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
     prepared = await prepare(c, readRequest(tx));
   } catch (e) {
     if (e instanceof SolanaBlockhashExpiredError) {
-      await saveStep(rt, tx, { status: 'expired', statusReason: 'its blockhash expired before it was sent; other signers signed it, so it cannot be given a fresh one' }, null);
+      await saveStep(
+        rt,
+        tx,
+        { status: 'expired', statusReason: 'its blockhash expired before it was sent; other signers signed it, so it cannot be given a fresh one' },
+        null,
+      );
       return;
     }
     if (e instanceof SolanaRequestError) {
@@ -124,44 +197,64 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
     }
     throw e;
   }
-  await saveStep(rt, tx, { status: 'sent', hash: prepared.signature, hashes: { push: prepared.signature }, chainState: asJson(stateOf(prepared)) }, 0);
+  rt.crash('solana.send.signed');
+  await saveStep(
+    rt,
+    tx,
+    { status: 'sent', hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(stateOf(prepared, 'send', [])) },
+    0,
+  );
 }
 
+/**
+ * Broadcasts the wire transaction written by the signing step. An answer that never comes (the
+ * call throws: timeout, reset, 5xx) leaves it unaccepted, so it is sent again later: it may have
+ * been sent, and the same bytes can land at most once.
+ */
 async function sendStep(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState): Promise<void> {
+  const kind = state.kind ?? 'send';
+  rt.crash(`solana.${kind}.saved`);
   const outcome = await submitSolanaTx(c.rpc, state.wire);
+  rt.crash(`solana.${kind}.broadcast`);
   switch (outcome.outcome) {
     case 'submitted':
-      await saveStep(rt, tx, { status: 'submitted', sentAt: tx.sentAt ?? new Date(), chainState: asJson({ ...state, accepted: true }) }, c.pollMs);
+      await saveStep(rt, tx, { status: 'submitted', chainState: asJson({ ...state, accepted: true }) }, c.pollMs);
       return;
     case 'expired':
-      // Never accepted by a node, so the old signature cannot land.
-      return renew(rt, c, tx, 'its blockhash expired before a node accepted it');
-    case 'rejected':
-      await saveStep(rt, tx, { status: 'failed', statusReason: `rejected by the network: ${outcome.reason}` }, null);
+    case 'rejected': {
+      // An earlier signing, or an earlier broadcast of this one whose answer was lost, may be on
+      // chain: look before deciding anything.
+      const signings = signingsOf(tx, state);
+      const v = await lookUp(c, signings);
+      if (v.kind === 'landed') return recordLanded(rt, c, tx, state, v);
+      if (outcome.outcome === 'rejected') {
+        await saveStep(rt, tx, { status: 'failed', statusReason: `rejected by the network: ${outcome.reason}` }, null);
+        return;
+      }
+      if (v.kind === 'gone') return resign(rt, c, tx, state, signings, 'its blockhash expired before a node accepted it');
+      // The node does not know the blockhash, but it may still land elsewhere: wait and send again.
+      await saveStep(rt, tx, {}, c.pollMs);
+      return;
+    }
   }
 }
 
 async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState): Promise<void> {
-  const lastValidBlockHeight = state.lastValidBlockHeight === null ? null : BigInt(state.lastValidBlockHeight);
-  const result = await checkSolanaTx(c.rpc, state.signature, { lastValidBlockHeight });
-  const landedAt = (slot: number) => asJson({ ...state, public: { ...state.public, slot } });
-  switch (result.status) {
-    case 'pending':
+  const signings = signingsOf(tx, state);
+  const v = await lookUp(c, signings);
+  switch (v.kind) {
+    case 'landed':
+      if (v.status === 'mined' && tx.status === 'mined' && v.signature === tx.hash) {
+        await saveStep(rt, tx, {}, c.pollMs);
+        return;
+      }
+      return recordLanded(rt, c, tx, state, v);
+    case 'gone':
+      return resign(rt, c, tx, state, signings, `its blockhash expired before it was included (${v.reason})`);
+    case 'open':
       // Nodes drop what they cannot forward in time: keep sending the same bytes while it can land.
       await submitSolanaTx(c.rpc, state.wire, { skipPreflight: true });
       await saveStep(rt, tx, {}, c.pollMs);
-      return;
-    case 'mined':
-      await saveStep(rt, tx, { status: 'mined', statusReason: null, chainState: landedAt(result.slot) }, c.pollMs);
-      return;
-    case 'confirmed':
-      await saveStep(rt, tx, { status: 'confirmed', statusReason: null, confirmedAt: new Date(), chainState: landedAt(result.slot) }, null);
-      return;
-    case 'failed':
-      await saveStep(rt, tx, { status: 'failed', statusReason: `included in slot ${result.slot} but failed: ${result.reason}`, chainState: landedAt(result.slot) }, null);
-      return;
-    case 'expired':
-      return renew(rt, c, tx, `its blockhash expired before it was included (${result.reason})`);
   }
 }
 
@@ -172,9 +265,9 @@ export const solanaFamily: ChainFamily<'solana'> = {
       // A dry run of what the pipeline will sign: fee payer, co-signatures, blockhash and policy.
       await prepare(c, req);
     } catch (e) {
-      if (e instanceof SolanaRequestError) throw badRequest(e.message);
+      if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.
-      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
     return {

@@ -137,7 +137,8 @@ export function checkSolanaPolicy(tx: DecodedSolanaTx, policy: SolanaPolicy | un
       }
       if (kind === TOKEN_TRANSFER_CHECKED) {
         const mint = accountAt(ix.accountIndices?.[1] ?? -1);
-        if (!mint || !mints.has(mint)) throw violation('allowed_tokens', `instruction ${i} transfers token mint ${mint ?? '(from a lookup table)'}, which is not allowed`);
+        if (!mint || !mints.has(mint))
+          throw violation('allowed_tokens', `instruction ${i} transfers token mint ${mint ?? '(from a lookup table)'}, which is not allowed`);
       }
     });
   }

@@ -85,7 +85,10 @@ export async function prepareSolanaTx(req: SolanaTransactionRequest, ctx: Solana
     if (fresh) {
       // Changing the message would invalidate the other signers' signatures.
       if (others.length > 0) {
-        throw new SolanaBlockhashExpiredError('transaction: blockhash is missing or expired and other signers have signed; re-sign with a recent blockhash', 'transaction');
+        throw new SolanaBlockhashExpiredError(
+          'transaction: blockhash is missing or expired and other signers have signed; re-sign with a recent blockhash',
+          'transaction',
+        );
       }
       blockhash = latest.blockhash;
       lastValidBlockHeight = latest.lastValidBlockHeight;

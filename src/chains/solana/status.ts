@@ -31,11 +31,7 @@ function describeErr(err: unknown): string {
  * Expiry is judged on the finalized block height, read before the status, so a
  * transaction reported expired cannot still land on any fork.
  */
-export async function checkSolanaTx(
-  rpc: SolanaRpc,
-  signature: string,
-  opts: { lastValidBlockHeight?: bigint | null } = {},
-): Promise<SolanaTxStatus> {
+export async function checkSolanaTx(rpc: SolanaRpc, signature: string, opts: { lastValidBlockHeight?: bigint | null } = {}): Promise<SolanaTxStatus> {
   const lastValid = opts.lastValidBlockHeight ?? null;
   const height = lastValid === null ? null : await rpc.getBlockHeight('finalized');
   const [st] = await rpc.getSignatureStatuses([signature], { searchTransactionHistory: true });
@@ -62,11 +58,7 @@ function feePayerSignature(wireBase64: string): string {
 const PREFLIGHT_FAILURE = -32002;
 const SIGNATURE_VERIFICATION_FAILURE = -32003;
 
-export async function submitSolanaTx(
-  rpc: SolanaRpc,
-  wireBase64: string,
-  opts: { skipPreflight?: boolean } = {},
-): Promise<SolanaSubmitOutcome> {
+export async function submitSolanaTx(rpc: SolanaRpc, wireBase64: string, opts: { skipPreflight?: boolean } = {}): Promise<SolanaSubmitOutcome> {
   try {
     const signature = await rpc.sendTransaction(wireBase64, { skipPreflight: opts.skipPreflight ?? false, maxRetries: 0 });
     return { outcome: 'submitted', signature };

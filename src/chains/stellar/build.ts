@@ -3,7 +3,7 @@ import {
   Address,
   Asset,
   FeeBumpTransaction,
-  Keypair,
+  type Keypair,
   Memo,
   Operation,
   rpc as sdkRpc,
@@ -164,10 +164,7 @@ function checkSourceAccount(req: StellarTransactionRequest, relayer: string): vo
  * and the caller-allocated `sequence` (the new transaction's sequence number,
  * i.e. the account's current sequence + 1 for the next transaction).
  */
-export async function buildFromOperations(
-  req: StellarTransactionRequest,
-  ctx: StellarBuildContext & { sequence: bigint },
-): Promise<BuiltStellarTx> {
+export async function buildFromOperations(req: StellarTransactionRequest, ctx: StellarBuildContext & { sequence: bigint }): Promise<BuiltStellarTx> {
   assertSigner(ctx.source);
   const relayer = ctx.source.address;
   const ops = req.operations;
@@ -197,7 +194,13 @@ export async function buildFromOperations(
 }
 
 /** A transaction whose source is the relayer: fee checked against max_fee and the policy, then signed. */
-async function signAsSource(tx: Transaction, maxFee: bigint, ctx: StellarBuildContext, sequence: bigint, validUntil: BuiltStellarTx['validUntil']): Promise<BuiltStellarTx> {
+async function signAsSource(
+  tx: Transaction,
+  maxFee: bigint,
+  ctx: StellarBuildContext,
+  sequence: bigint,
+  validUntil: BuiltStellarTx['validUntil'],
+): Promise<BuiltStellarTx> {
   const fee = BigInt(tx.fee);
   await enforceFees(fee, maxFee, ctx);
   tx.sign(ctx.source.keypair);
@@ -343,10 +346,7 @@ export function needsRelayerSequence(req: StellarTransactionRequest, networkPass
  * sequence number) is required when needsRelayerSequence says so, and replaces the sequence of
  * an unsigned XDR.
  */
-export async function buildStellarTransaction(
-  req: StellarTransactionRequest,
-  ctx: StellarBuildContext & { sequence?: bigint },
-): Promise<BuiltStellarTx> {
+export async function buildStellarTransaction(req: StellarTransactionRequest, ctx: StellarBuildContext & { sequence?: bigint }): Promise<BuiltStellarTx> {
   if (req.operations) {
     if (ctx.sequence === undefined) throw new Error('a sequence number is required to build from operations');
     return buildFromOperations(req, { ...ctx, sequence: ctx.sequence });

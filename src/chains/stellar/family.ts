@@ -3,13 +3,14 @@
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
-import { badRequest } from '../../graphql/errors.js';
-import { RelayerCheckError } from '../../modules/relayers/checks.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { TransactionPatch } from '../../core/transactions/store.js';
+import { invalid } from '../../core/errors.js';
+import { RelayerCheckError } from '../../core/errors.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
-import type { ChainFamily } from '../../modules/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../modules/transactions/shapes.js';
-import { findNetwork, type Runtime } from '../../runtime.js';
+import type { ChainFamily } from '../../core/transactions/family.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } from './build.js';
 import { StellarRequestError } from './errors.js';
@@ -17,7 +18,9 @@ import { stellarPolicySchema, type StellarPolicy } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
 import { JsonRpcError } from '../jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc.js';
-import { checkStellarTx, submitStellarTx, type StellarSubmitOutcome } from './status.js';
+import { attributeSequence, nextSequenceMove, type SequenceAttribution } from './decide.js';
+import { findAtSequence, type FoundAtSequence } from './sequence.js';
+import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp, type StellarSubmitOutcome } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, FINAL_STATUSES, long, relayerOfStep, saveStep } from '../step.js';
 import { isUniqueViolation } from '../../db/errors.js';
 
@@ -46,6 +49,13 @@ interface StellarState {
   polls: number;
   /** Included in a ledger: its sequence number is used. */
   landed?: boolean;
+  /** Which signing path made the current envelope (names its crash points). */
+  kind?: 'send' | 'resubmit';
+  /**
+   * Every signing ever made of this transaction, oldest first, each written before it was sent:
+   * any of them may be the one on chain, so all are looked up.
+   */
+  signings?: { hash: string; sequence: string }[];
   /** Published as the record's network fields (REST, webhooks, GraphQL networkData). */
   public: Record<string, unknown>;
 }
@@ -53,7 +63,7 @@ interface StellarState {
 const DEFAULT_LEDGER_MS = 5_000;
 const RESEND_EVERY = 5;
 
-const rpcFor = clientCache((endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('stellar rpc clients', (endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
@@ -66,7 +76,7 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     passphrase: network.passphrase,
     signer,
     policy: stellarPolicySchema.parse(relayer.policies ?? {}),
-    rpc: rpcFor(endpointsOf(relayer, network.rpcUrls)),
+    rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_LEDGER_MS,
   };
 }
@@ -117,7 +127,7 @@ function recipientOf(inner: StellarTx): { to: string | null; value: string } {
   return { to: null, value: '0' };
 }
 
-function stateOf(c: Ctx, built: BuiltStellarTx): StellarState {
+function stateOf(c: Ctx, built: BuiltStellarTx, kind: 'send' | 'resubmit', earlier: StellarState['signings'] = []): StellarState {
   const { outer, inner } = innerOf(built.envelopeXdr, c.passphrase);
   return {
     envelope: built.envelopeXdr,
@@ -126,6 +136,8 @@ function stateOf(c: Ctx, built: BuiltStellarTx): StellarState {
     maxTime: built.validUntil,
     accepted: false,
     polls: 0,
+    kind,
+    signings: [...(earlier ?? []), { hash: built.hash, sequence: built.sequence.toString() }],
     public: {
       source_account: inner.source,
       fee_payer: outer instanceof FeeBumpTransaction ? outer.feeSource : inner.source,
@@ -138,7 +150,16 @@ function stateOf(c: Ctx, built: BuiltStellarTx): StellarState {
   };
 }
 
-const asJson = (state: StellarState) => state as unknown as Prisma.InputJsonObject;
+const asJson = (state: StellarState) => state as unknown as TransactionPatch['chainState'];
+
+/** Every hash signed for this transaction, oldest first (chain_state's list and the record's). */
+function signingsOf(tx: Transaction, state: StellarState): string[] {
+  const all = [...(state.signings ?? []).map((s) => s.hash), ...tx.hashes, state.hash];
+  return [...new Set(all.map((h) => h.toLowerCase()))];
+}
+
+/** How long a transaction whose sequence number was used by an unknown transaction waits before it is looked at again. */
+const HOLD_MS = 60_000;
 
 // Result codes in plain words; the code itself follows in brackets.
 const CODE_WORDS: Record<string, string> = {
@@ -185,100 +206,138 @@ async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
     await saveStep(rt, tx, { status: expired ? 'expired' : 'failed', statusReason: `could not be built: ${e.message}` }, null);
     return;
   }
-  const state = stateOf(c, built);
-  await saveStep(rt, tx, { status: 'sent', hash: built.hash, hashes: { push: built.hash }, chainState: asJson(state) }, 0);
+  rt.crash('stellar.send.signed');
+  const state = stateOf(c, built, 'send');
+  await saveStep(rt, tx, { status: 'sent', hash: built.hash, hashes: [...tx.hashes, built.hash], chainState: asJson(state) }, 0);
 }
 
+/**
+ * Broadcasts the envelope the signing step wrote. An answer that never comes (the call throws:
+ * timeout, reset, 5xx) leaves it unaccepted, so it is sent again later: it may have been sent,
+ * and the same envelope can be applied at most once.
+ */
 // Past its time bound the network answers tx_too_late (expired); the ledger's clock decides, not ours.
 async function sendStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState): Promise<void> {
+  const kind = state.kind ?? 'send';
+  rt.crash(`stellar.${kind}.saved`);
   const outcome = await submitStellarTx(c.rpc, state.envelope);
+  rt.crash(`stellar.${kind}.broadcast`);
   await afterSend(rt, c, tx, state, outcome);
 }
 
 async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState, outcome: StellarSubmitOutcome): Promise<void> {
   switch (outcome.outcome) {
     case 'submitted':
-      await saveStep(
-        rt,
-        tx,
-        { status: 'submitted', sentAt: tx.sentAt ?? new Date(), chainState: asJson({ ...state, accepted: true, polls: state.accepted ? state.polls : 0 }) },
-        c.pollMs,
-      );
+      await saveStep(rt, tx, { status: 'submitted', chainState: asJson({ ...state, accepted: true, polls: state.accepted ? state.polls : 0 }) }, c.pollMs);
       return;
     case 'retry':
       await saveStep(rt, tx, {}, c.pollMs);
       return;
-    case 'rejected':
+    case 'rejected': {
       if (outcome.code === 'tx_bad_seq' && tx.nonce !== null) return reconcileSequence(rt, c, tx, state);
+      // A refusal now says nothing about an earlier broadcast whose answer was lost, nor about an
+      // earlier signing: look for every one of them on chain first.
+      const look = await lookUpStellarTxs(c.rpc, signingsOf(tx, state));
+      if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
       if (outcome.code === 'tx_too_late') {
         await saveStep(rt, tx, { status: 'expired', statusReason: `not included before its time bound: ${explain(outcome.reason)}` }, null);
         return;
       }
       await saveStep(rt, tx, { status: 'failed', statusReason: `rejected by the network: ${explain(outcome.reason)}` }, null);
-  }
-}
-
-async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState): Promise<void> {
-  const deadline = state.maxTime ?? tx.validUntil!.toISOString();
-  const result = await checkStellarTx(c.rpc, state.hash, { validUntil: deadline });
-  switch (result.status) {
-    case 'confirmed':
-      await saveStep(
-        rt,
-        tx,
-        { status: 'confirmed', statusReason: null, confirmedAt: new Date(), chainState: asJson({ ...state, landed: true, public: { ...state.public, ledger: result.ledger } }) },
-        null,
-      );
-      return;
-    case 'failed':
-      await saveStep(
-        rt,
-        tx,
-        {
-          status: 'failed',
-          statusReason: `included in ledger ${result.ledger} but failed: ${explain(result.reason)}`,
-          chainState: asJson({ ...state, landed: true, public: { ...state.public, ledger: result.ledger, result_code: result.code } }),
-        },
-        null,
-      );
-      return;
-    case 'expired':
-      await saveStep(
-        rt,
-        tx,
-        {
-          status: 'expired',
-          statusReason: state.maxTime
-            ? `not included before its time bound ${state.maxTime}`
-            : `not included by valid_until ${deadline}; it has no time bound, so it could still be included later`,
-        },
-        null,
-      );
-      return;
-    case 'pending': {
-      const polls = state.polls + 1;
-      // Nodes may drop queued transactions: send the same envelope again now and then. A node that
-      // accepted it once may still hold it, so only a verdict on the sequence number or the time
-      // bound changes anything; otherwise it is tracked until its time bound passes.
-      if (polls % RESEND_EVERY === 0) {
-        const outcome = await submitStellarTx(c.rpc, state.envelope);
-        if (outcome.outcome === 'rejected' && (outcome.code === 'tx_bad_seq' || outcome.code === 'tx_too_late')) {
-          return afterSend(rt, c, tx, { ...state, polls }, outcome);
-        }
-      }
-      await saveStep(rt, tx, { chainState: asJson({ ...state, polls }) }, c.pollMs);
     }
   }
 }
 
+/** Records the signing the chain applied as the transaction's, with its result. */
+async function recordLanded(rt: Runtime, _c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
+  const at = landed.hash === state.hash ? state : { ...state, hash: landed.hash };
+  if (landed.status === 'confirmed') {
+    await saveStep(
+      rt,
+      tx,
+      {
+        status: 'confirmed',
+        statusReason: null,
+        confirmedAt: new Date(),
+        hash: landed.hash,
+        chainState: asJson({ ...at, accepted: true, landed: true, public: { ...state.public, ledger: landed.ledger } }),
+      },
+      null,
+    );
+    return;
+  }
+  await saveStep(
+    rt,
+    tx,
+    {
+      status: 'failed',
+      statusReason: `included in ledger ${landed.ledger} but failed: ${explain(landed.reason)}`,
+      hash: landed.hash,
+      chainState: asJson({ ...at, accepted: true, landed: true, public: { ...state.public, ledger: landed.ledger, result_code: landed.code } }),
+    },
+    null,
+  );
+}
+
+async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState): Promise<void> {
+  const deadline = state.maxTime ?? tx.validUntil!.toISOString();
+  // The current envelope first (the one most likely to land), then every earlier signing.
+  const hashes = [state.hash.toLowerCase(), ...signingsOf(tx, state).filter((h) => h !== state.hash.toLowerCase())];
+  const look = await lookUpStellarTxs(c.rpc, hashes);
+  if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+  const deadlineSeconds = Math.floor(Date.parse(deadline) / 1000);
+  if (look.latestLedgerCloseTime > deadlineSeconds && tx.nonce !== null) {
+    // Not found is no proof by itself (the RPC keeps a limited history): when its number is used
+    // on chain, find out by what first.
+    const account = await c.rpc.getAccount(c.relayer.address);
+    if (account && account.sequence >= tx.nonce) return reconcileSequence(rt, c, tx, state);
+  }
+  if (look.latestLedgerCloseTime > deadlineSeconds) {
+    // Past the current envelope's time bound no ledger can include it, and every earlier signing
+    // was at a number proven used by another transaction.
+    await saveStep(
+      rt,
+      tx,
+      {
+        status: 'expired',
+        statusReason: state.maxTime
+          ? `not included before its time bound ${state.maxTime}`
+          : `not included by valid_until ${deadline}; it has no time bound, so it could still be included later`,
+      },
+      null,
+    );
+    return;
+  }
+  const polls = state.polls + 1;
+  // Nodes may drop queued transactions: send the same envelope again now and then. A node that
+  // accepted it once may still hold it, so only a verdict on the sequence number or the time
+  // bound changes anything; otherwise it is tracked until its time bound passes.
+  if (polls % RESEND_EVERY === 0) {
+    const outcome = await submitStellarTx(c.rpc, state.envelope);
+    if (outcome.outcome === 'rejected' && (outcome.code === 'tx_bad_seq' || outcome.code === 'tx_too_late')) {
+      return afterSend(rt, c, tx, { ...state, polls }, outcome);
+    }
+  }
+  await saveStep(rt, tx, { chainState: asJson({ ...state, polls }) }, c.pollMs);
+}
+
+/** The first ledger worth searching for what used a sequence number: an hour before the transaction was accepted. */
+function searchFrom(c: Ctx, tx: Transaction, latestLedger: number): number {
+  const ledgers = Math.ceil((Date.now() - tx.createdAt.getTime() + 3_600_000) / Math.max(1, c.pollMs));
+  return Math.max(1, latestLedger - ledgers);
+}
+
 /**
- * The network refused the envelope with tx_bad_seq. With the account's sequence S on chain
- * (the next valid one is S+1) and this transaction holding n:
- * - n <= S: n was used by another transaction of the account (outside this service): take a new
- *   number above both the counter and the chain.
+ * The network refused the envelope with tx_bad_seq. With the account's sequence S on chain (the
+ * next valid one is S+1) and this transaction holding n, what used n is established on evidence
+ * (attributeSequence), then nextSequenceMove decides:
+ * - n <= S: n is used. When one of this transaction's signings used it, it landed. When the
+ *   transaction found at n from the relayer's account is none of them, it takes a new number
+ *   above both the counter and the chain. When nothing is found at n, nothing is re-sent: it keeps
+ *   its number and is reported for a person to decide.
  * - n > S+1: a transaction below is missing. While one that may still land holds a number in
- *   between, wait for it; when none does (those rows ended without using theirs), move down to S+1,
- *   so the gap closes instead of every later transaction failing.
+ *   between, wait for it; when none does (those rows ended without using theirs), move down to
+ *   S+1, so the gap closes instead of every later transaction failing.
  */
 async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState): Promise<void> {
   const account = await c.rpc.getAccount(c.relayer.address);
@@ -286,33 +345,85 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
     await saveStep(rt, tx, { status: 'failed', statusReason: `the relayer account ${c.relayer.address} does not exist on the network` }, null);
     return;
   }
-  const chainSeq = account.sequence;
+  const chainSequence = account.sequence;
   const n = tx.nonce!;
+  const signings = signingsOf(tx, state);
+  let attribution: SequenceAttribution = { kind: 'unused' };
+  let recorded: FoundAtSequence | null = null;
+  if (n <= chainSequence) {
+    const look = await lookUpStellarTxs(c.rpc, signings);
+    if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+    recorded = await findAtSequence(c.rpc, c.passphrase, {
+      account: c.relayer.address,
+      n,
+      fromLedger: searchFrom(c, tx, look.latestLedger),
+      oldestLedger: look.oldestLedger,
+    });
+    attribution = attributeSequence({ n, chainSequence, recorded, signings });
+  }
+  const counter = (await rt.prisma.relayer.findUnique({ where: { id: c.relayer.id }, select: { nextNonce: true } }))?.nextNonce ?? null;
+  const openBelow =
+    n > chainSequence + 1n &&
+    (await rt.prisma.transaction.findMany({ where: { relayerId: c.relayer.id, nonce: { gt: chainSequence, lt: n } }, select: { status: true } })).some(
+      (t) => !FINAL_STATUSES.has(t.status),
+    );
+  const move = nextSequenceMove({ n, chainSequence, attribution, counter, openBelow });
   const retry = () => saveStep(rt, tx, { chainState: asJson({ ...state, accepted: false }) }, c.pollMs);
-  if (n <= chainSeq) {
-    const landed = await checkStellarTx(c.rpc, state.hash);
-    if (landed.status === 'confirmed' || landed.status === 'failed') {
-      await saveStep(rt, tx, { status: 'submitted', sentAt: tx.sentAt ?? new Date(), chainState: asJson({ ...state, accepted: true }) }, 0);
+  switch (move.kind) {
+    case 'landed': {
+      // Found by the search (getTransaction no longer knows it): its record there is the result.
+      const r = recorded!;
+      if (r.status === 'SUCCESS') return recordLanded(rt, c, tx, state, { hash: move.hash, status: 'confirmed', ledger: r.ledger });
+      const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
+      return recordLanded(rt, c, tx, state, { hash: move.hash, status: 'failed', ledger: r.ledger, code, reason });
+    }
+    case 'hold': {
+      const reason = `${move.reason}; it is not sent again with another number without proof that it did not land: left for a person to decide`;
+      rt.log.warn(
+        { transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() },
+        `stellar sequence number used by an unknown transaction: ${reason}`,
+      );
+      await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false }) }, HOLD_MS);
       return;
     }
-    const counter = await rt.prisma.relayer.findUnique({ where: { id: c.relayer.id }, select: { nextNonce: true } });
-    const target = counter?.nextNonce != null && counter.nextNonce > chainSeq + 1n ? counter.nextNonce : chainSeq + 1n;
-    return resequence(rt, c, tx, target, 'up', retry);
+    case 'retry':
+      await retry();
+      return;
+    case 'up':
+      rt.log.info({ transactionId: tx.id, sequence: n.toString(), usedBy: move.usedBy }, 'stellar sequence number used by another transaction');
+      return resequence(rt, c, tx, state, move.target, 'up', retry);
+    case 'down':
+      return resequence(rt, c, tx, state, move.target, 'down', retry);
   }
-  if (n === chainSeq + 1n) return void (await retry());
-  const between = await rt.prisma.transaction.findMany({
-    where: { relayerId: c.relayer.id, nonce: { gt: chainSeq, lt: n } },
-    select: { status: true },
-  });
-  if (between.some((t) => !FINAL_STATUSES.has(t.status))) return void (await retry());
-  return resequence(rt, c, tx, chainSeq + 1n, 'down', retry);
 }
 
-class Lost extends Error {}
-
-/** Signs the transaction again at sequence `target` and switches it there in one database transaction. */
-async function resequence(rt: Runtime, c: Ctx, tx: Transaction, target: bigint, direction: 'up' | 'down', retry: () => Promise<unknown>): Promise<void> {
+/**
+ * Signs the transaction again at sequence `target` and moves it there. The number is taken first
+ * (the counter, or the number given up by final rows below), then the row is saved under its
+ * lease; a crash between leaves a number no row holds, a gap that closes like any other.
+ */
+async function resequence(
+  rt: Runtime,
+  c: Ctx,
+  tx: Transaction,
+  state: StellarState,
+  target: bigint,
+  direction: 'up' | 'down',
+  retry: () => Promise<unknown>,
+): Promise<void> {
   const n = tx.nonce!;
+  if (Date.now() >= tx.validUntil!.getTime()) {
+    await saveStep(
+      rt,
+      tx,
+      {
+        status: 'expired',
+        statusReason: `${direction === 'up' ? `sequence number ${n} was used by another transaction` : `sequence number ${n} cannot be used before a gap below it closes`}, and valid_until has passed`,
+      },
+      null,
+    );
+    return;
+  }
   let built: BuiltStellarTx;
   try {
     built = await build(c, readRequest(tx), tx.validUntil!, target);
@@ -321,46 +432,45 @@ async function resequence(rt: Runtime, c: Ctx, tx: Transaction, target: bigint, 
     await saveStep(rt, tx, { status: 'failed', statusReason: `could not be rebuilt with sequence number ${target}: ${e.message}` }, null);
     return;
   }
+  rt.crash('stellar.resubmit.signed');
   const relayerId = c.relayer.id;
+  if (direction === 'up') {
+    const taken = await rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${target + 1n} WHERE id = ${relayerId} AND COALESCE(next_nonce, 0) <= ${target}`;
+    if (taken !== 1) return void (await retry());
+  } else {
+    // The rows at the target that ended without using it give it up (their records keep sequence_number).
+    await rt.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
+      WHERE relayer_id = ${relayerId} AND nonce = ${target} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
+  }
+  let saved: Transaction | null;
   try {
-    await rt.prisma.$transaction(async (db) => {
-      if (direction === 'up') {
-        const taken = await db.$executeRaw`UPDATE relayers SET next_nonce = ${target + 1n} WHERE id = ${relayerId} AND COALESCE(next_nonce, 0) <= ${target}`;
-        if (taken !== 1) throw new Lost();
-      } else {
-        // The rows below that ended without using their numbers give them up (their records keep
-        // sequence_number); when this one held the highest number, the counter comes down with it.
-        await db.$executeRaw`UPDATE transactions SET nonce = NULL
-          WHERE relayer_id = ${relayerId} AND nonce = ${target} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
-        await db.$executeRaw`UPDATE relayers SET next_nonce = ${n} WHERE id = ${relayerId} AND next_nonce = ${n + 1n}`;
-      }
-      const moved = await db.transaction.updateMany({
-        where: { id: tx.id, nonce: n, status: tx.status },
-        data: {
-          nonce: target,
-          hash: built.hash,
-          hashes: { push: built.hash },
-          chainState: asJson(stateOf(c, built)),
-          dueAt: new Date(),
-          leaseOwner: null,
-          leaseUntil: null,
-        },
-      });
-      if (moved.count !== 1) throw new Lost();
-    });
+    saved = await saveStep(
+      rt,
+      tx,
+      {
+        nonce: target,
+        hash: built.hash,
+        hashes: [...tx.hashes, built.hash],
+        statusReason: null,
+        chainState: asJson(stateOf(c, built, 'resubmit', state.signings ?? [])),
+      },
+      0,
+    );
   } catch (e) {
     // Another transaction took the number first: look again later.
-    if (e instanceof Lost || isUniqueViolation(e)) return void (await retry());
+    if (isUniqueViolation(e)) return void (await retry());
     throw e;
   }
+  if (!saved) return;
+  // When this one held the highest number, the counter comes down with it.
+  if (direction === 'down') await rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${n} WHERE id = ${relayerId} AND next_nonce = ${n + 1n}`;
   rt.log.info({ transactionId: tx.id, relayerId, from: n.toString(), to: target.toString() }, 'stellar sequence number reassigned');
-  rt.wake();
 }
 
 export const stellarFamily: ChainFamily<'stellar'> = {
   async accept(rt, relayer, req) {
     if (req.network !== relayer.network) {
-      throw badRequest(`network: must be the relayer's network "${relayer.network}", got "${req.network}"`);
+      throw invalid(`network: must be the relayer's network "${relayer.network}", got "${req.network}"`);
     }
     const c = contextOf(rt, relayer);
     try {
@@ -377,16 +487,16 @@ export const stellarFamily: ChainFamily<'stellar'> = {
         takesNonce,
       };
     } catch (e) {
-      if (e instanceof StellarRequestError) throw badRequest(e.message);
+      if (e instanceof StellarRequestError) throw invalid(e.message);
       // The node refused to simulate it: the request, not the service, is at fault.
-      if (e instanceof JsonRpcError) throw badRequest(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
       throw e;
     }
   },
 
   async chainNonce(rt, relayer) {
     const account = await contextOf(rt, relayer).rpc.getAccount(relayer.address);
-    if (!account) throw badRequest(`the relayer account ${relayer.address} does not exist on the network`);
+    if (!account) throw invalid(`the relayer account ${relayer.address} does not exist on the network`);
     return account.sequence + 1n;
   },
 
@@ -411,7 +521,10 @@ export const stellarFamily: ChainFamily<'stellar'> = {
       throw new RelayerCheckError('RpcUnavailable', `the Stellar RPC of network "${relayer.network}" does not answer: ${(e as Error).message}`);
     }
     if (passphrase !== c.passphrase) {
-      throw new RelayerCheckError('NetworkMismatch', `the RPC serves the network "${passphrase}", but network "${relayer.network}" has passphrase "${c.passphrase}"`);
+      throw new RelayerCheckError(
+        'NetworkMismatch',
+        `the RPC serves the network "${passphrase}", but network "${relayer.network}" has passphrase "${c.passphrase}"`,
+      );
     }
     if (!account) throw new RelayerCheckError('AccountNotFound', `the relayer account ${relayer.address} does not exist on network "${relayer.network}"`);
     // The account may have been used elsewhere meanwhile: never hand out a number the chain has passed.

@@ -64,10 +64,7 @@ export type StellarPolicy = z.infer<typeof stellarPolicySchema>;
 export function checkStellarPolicy(policy: StellarPolicy | undefined, ctx: { fee: bigint; balance?: bigint }): void {
   if (!policy) return;
   if (policy.max_fee !== undefined && ctx.fee > BigInt(policy.max_fee)) {
-    throw new StellarRequestError(
-      `policy max_fee: transaction fee ${ctx.fee} stroops exceeds the relayer's max_fee of ${policy.max_fee}`,
-      'policy.max_fee',
-    );
+    throw new StellarRequestError(`policy max_fee: transaction fee ${ctx.fee} stroops exceeds the relayer's max_fee of ${policy.max_fee}`, 'policy.max_fee');
   }
   if (policy.min_balance !== undefined) {
     if (ctx.balance === undefined) throw new Error('checkStellarPolicy: balance is required when min_balance is set');

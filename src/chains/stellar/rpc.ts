@@ -8,6 +8,7 @@ export type RawSimulateResponse = sdkRpc.Api.RawSimulateTransactionResponse;
 export type RawSendResponse = sdkRpc.Api.RawSendTransactionResponse;
 export type RawGetTransactionResponse = sdkRpc.Api.RawGetTransactionResponse;
 export type RawLedgerEntriesResponse = sdkRpc.Api.RawGetLedgerEntriesResponse;
+export type RawGetTransactionsResponse = sdkRpc.Api.RawGetTransactionsResponse;
 
 export type StellarAccountState = { sequence: bigint; balance: bigint };
 
@@ -21,6 +22,8 @@ export interface StellarRpc {
   simulateTransaction(transactionXdr: string): Promise<RawSimulateResponse>;
   sendTransaction(transactionXdr: string): Promise<RawSendResponse>;
   getTransaction(hash: string): Promise<RawGetTransactionResponse>;
+  /** Transactions of the network in ledger order, from `startLedger` or after `cursor`. */
+  getTransactions(page: { startLedger: number; limit?: number } | { cursor: string; limit?: number }): Promise<RawGetTransactionsResponse>;
 }
 
 export function accountLedgerKey(address: string): string {
@@ -46,6 +49,11 @@ export function stellarRpcFrom(transport: JsonRpcClient): StellarRpc {
     simulateTransaction: (transaction) => call('simulateTransaction', { transaction }),
     sendTransaction: (transaction) => call('sendTransaction', { transaction }),
     getTransaction: (hash) => call('getTransaction', { hash }),
+    getTransactions: (page) =>
+      call(
+        'getTransactions',
+        'cursor' in page ? { pagination: { cursor: page.cursor, limit: page.limit } } : { startLedger: page.startLedger, pagination: { limit: page.limit } },
+      ),
   };
 }
 

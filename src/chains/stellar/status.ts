@@ -86,11 +86,7 @@ export async function submitStellarTx(rpc: StellarRpc, envelopeXdr: string): Pro
  * (the transaction's upper time bound): from then on it can never be included,
  * so it is 'expired'.
  */
-export async function checkStellarTx(
-  rpc: StellarRpc,
-  hash: string,
-  opts: { validUntil?: string | null } = {},
-): Promise<StellarTxStatus> {
+export async function checkStellarTx(rpc: StellarRpc, hash: string, opts: { validUntil?: string | null } = {}): Promise<StellarTxStatus> {
   const res = await rpc.getTransaction(hash);
   switch (res.status) {
     case 'SUCCESS':
@@ -108,4 +104,27 @@ export async function checkStellarTx(
       return { status: 'pending' };
     }
   }
+}
+
+/** What getTransaction says about a set of hashes: the one that landed (at most one can), and the ledger window. */
+export interface StellarLookUp {
+  landed: { hash: string; status: 'confirmed'; ledger: number } | { hash: string; status: 'failed'; ledger: number; code: string; reason: string } | null;
+  latestLedger: number;
+  latestLedgerCloseTime: number;
+  oldestLedger: number;
+}
+
+/** Looks up every hash (oldest signing first) and reports the one the chain recorded, if any. */
+export async function lookUpStellarTxs(rpc: StellarRpc, hashes: string[]): Promise<StellarLookUp> {
+  let window = { latestLedger: 0, latestLedgerCloseTime: 0, oldestLedger: 0 };
+  for (const hash of hashes) {
+    const res = await rpc.getTransaction(hash);
+    window = { latestLedger: res.latestLedger, latestLedgerCloseTime: Number(res.latestLedgerCloseTime), oldestLedger: Number(res.oldestLedger ?? 0) };
+    if (res.status === 'SUCCESS') return { ...window, landed: { hash, status: 'confirmed', ledger: res.ledger ?? res.latestLedger } };
+    if (res.status === 'FAILED') {
+      const { code, reason } = res.resultXdr ? describeTransactionResult(res.resultXdr) : { code: 'unknown', reason: 'failed' };
+      return { ...window, landed: { hash, status: 'failed', ledger: res.ledger ?? res.latestLedger, code, reason } };
+    }
+  }
+  return { ...window, landed: null };
 }

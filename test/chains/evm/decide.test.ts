@@ -125,7 +125,14 @@ describe('nonce attribution: by evidence, never by absence', () => {
 describe('broadcast answers', () => {
   const signed = () => {
     const w = newWork(row(), readState({ chainState: null }));
-    recordSigning(w, { raw: '0x02', hash: h(7), gasLimit: 21_000n, fees: { gasPrice: gwei(2) }, feesJson: { gasPrice: gwei(2).toString() }, now: new Date('2026-01-01T00:00:00Z') });
+    recordSigning(w, {
+      raw: '0x02',
+      hash: h(7),
+      gasLimit: 21_000n,
+      fees: { gasPrice: gwei(2) },
+      feesJson: { gasPrice: gwei(2).toString() },
+      now: new Date('2026-01-01T00:00:00Z'),
+    });
     return w;
   };
 
@@ -180,7 +187,12 @@ describe('fees of the next signing', () => {
 
   it('a resubmission bids at least 10% more than the last signing at the nonce', () => {
     const w = inFlight([broadcast(1)]);
-    const fees = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) }, bump);
+    const fees = planFees(
+      w,
+      { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } },
+      { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) },
+      bump,
+    );
     expect(fees).not.toBe('resend');
     expect((fees as any).maxFeePerGas).toBeGreaterThanOrEqual(gwei(11));
     expect((fees as any).maxPriorityFeePerGas).toBeGreaterThanOrEqual(1_100_000_000n);
@@ -189,15 +201,32 @@ describe('fees of the next signing', () => {
   it('in line behind a lower nonce and still paying the market price: the same bytes go out again', () => {
     const w = inFlight([broadcast(1)]);
     w.behind = true;
-    expect(planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) }, bump)).toBe('resend');
+    expect(
+      planFees(
+        w,
+        { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } },
+        { maxFeePerGas: gwei(5), maxPriorityFeePerGas: gwei(1) },
+        bump,
+      ),
+    ).toBe('resend');
   });
 
   it("at the relayer's gas_price_cap: the same bytes again, and the reason says why", () => {
     const capped = { policy: { gas_price_cap: gwei(10) } } as EvmContext;
     const w = inFlight([broadcast(1)]);
-    const fees = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } }, { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) }, (p, f) => replacementFees(capped, p, f));
+    const fees = planFees(
+      w,
+      { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) } },
+      { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) },
+      (p, f) => replacementFees(capped, p, f),
+    );
     // The tip can still rise under the cap, so it is a new bid; once both are at the cap it is a resend.
-    const atCap = planFees(w, { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(10) } }, { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) }, (p, f) => replacementFees(capped, p, f));
+    const atCap = planFees(
+      w,
+      { kind: 'payload', version: 0, fees: { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(10) } },
+      { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(1) },
+      (p, f) => replacementFees(capped, p, f),
+    );
     expect(fees).not.toBe('resend');
     expect(atCap).toBe('resend');
     expect(reasonOf(w)).toContain('gas_price_cap');
@@ -222,7 +251,13 @@ describe('expiry', () => {
 });
 
 describe('receipts', () => {
-  const receipt = (hash: Hex, block: number, status = '0x1') => ({ transactionHash: hash, blockNumber: `0x${block.toString(16)}` as Hex, blockHash: h(1000 + block), status: status as Hex, gasUsed: '0x5208' as Hex });
+  const receipt = (hash: Hex, block: number, status = '0x1') => ({
+    transactionHash: hash,
+    blockNumber: `0x${block.toString(16)}` as Hex,
+    blockHash: h(1000 + block),
+    status: status as Hex,
+    gasUsed: '0x5208' as Hex,
+  });
 
   it('mined deep enough: confirmed through mined', () => {
     const w = inFlight([broadcast(1), broadcast(2)]);

@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
-import {
-  bumpFees,
-  eip1559Fees,
-  estimateGasWithMargin,
-  legacyGasPrice,
-  SPEEDS,
-} from '../../../src/chains/evm/fees.js';
+import { bumpFees, eip1559Fees, estimateGasWithMargin, legacyGasPrice, SPEEDS } from '../../../src/chains/evm/fees.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc.js';
 
 const RECIPIENT = '0x000000000000000000000000000000000000dEaD';
@@ -115,7 +109,13 @@ describe('eip1559Fees', () => {
     expect(await eip1559Fees(zero, 'fast')).toEqual({ maxPriorityFeePerGas: 1n, maxFeePerGas: 1n, baseFeePerGas: 0n });
 
     const even = stub({
-      eth_feeHistory: { baseFeePerGas: ['0x1', '0x1', '0x1'], reward: [['0xa', '0x0', '0x0', '0x0'], ['0x14', '0x0', '0x0', '0x0']] },
+      eth_feeHistory: {
+        baseFeePerGas: ['0x1', '0x1', '0x1'],
+        reward: [
+          ['0xa', '0x0', '0x0', '0x0'],
+          ['0x14', '0x0', '0x0', '0x0'],
+        ],
+      },
     });
     expect((await eip1559Fees(even, 'safeLow')).maxPriorityFeePerGas).toBe(15n);
   });

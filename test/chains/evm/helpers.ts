@@ -4,9 +4,7 @@ import type { AddressInfo } from 'node:net';
 export type TestServer = { url: string; hits: () => number; close(): Promise<void> };
 
 /** Local HTTP server that counts requests; `handler` decides the answer. */
-export async function testServer(
-  handler: (body: string, res: ServerResponse, req: IncomingMessage) => void | Promise<void>,
-): Promise<TestServer> {
+export async function testServer(handler: (body: string, res: ServerResponse, req: IncomingMessage) => void | Promise<void>): Promise<TestServer> {
   let hits = 0;
   const server = createServer((req, res) => {
     hits++;

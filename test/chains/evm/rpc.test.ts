@@ -1,12 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPublicClient } from 'viem';
 import { startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
-import {
-  createEvmRpc,
-  isTransientRpcError,
-  RpcError,
-  RpcUnavailableError,
-} from '../../../src/chains/evm/rpc.js';
+import { createEvmRpc, isTransientRpcError, RpcError, RpcUnavailableError } from '../../../src/chains/evm/rpc.js';
 import { countingProxy, rpcErrorServer, testServer, type TestServer } from './helpers.js';
 
 const DEAD = 'http://127.0.0.1:1';
@@ -178,7 +173,13 @@ describe('createEvmRpc', () => {
     );
     const alone = createEvmRpc([{ url: confused.url }], { retries: 0 });
     expect(await rejection(alone.request('eth_chainId'))).toBeInstanceOf(RpcUnavailableError);
-    const beside = createEvmRpc([{ url: confused.url, weight: 1000 }, { url: anvil.url, weight: 1 }], { retries: 1 });
+    const beside = createEvmRpc(
+      [
+        { url: confused.url, weight: 1000 },
+        { url: anvil.url, weight: 1 },
+      ],
+      { retries: 1 },
+    );
     expect(await beside.request('eth_chainId')).toBe('0x7a69');
   });
 
@@ -193,7 +194,13 @@ describe('createEvmRpc', () => {
     expect((await rejection(alone.request('eth_blockNumber'))).message).toMatch(/malformed result for eth_blockNumber/);
     // Methods whose shape is not known are passed through as they come.
     expect(await alone.request('web3_clientVersion')).toEqual({ unexpected: true });
-    const beside = createEvmRpc([{ url: odd.url, weight: 1000 }, { url: anvil.url, weight: 1 }], { retries: 1 });
+    const beside = createEvmRpc(
+      [
+        { url: odd.url, weight: 1000 },
+        { url: anvil.url, weight: 1 },
+      ],
+      { retries: 1 },
+    );
     expect(await beside.request('eth_chainId')).toBe('0x7a69');
     const [receipt] = await beside.batch([{ method: 'eth_getTransactionReceipt', params: [`0x${'ab'.repeat(32)}`] }, { method: 'eth_blockNumber' }]);
     expect(receipt).toEqual({ ok: true, result: null });

@@ -1,0 +1,69 @@
+import SchemaBuilder, { type ObjectParam } from '@pothos/core';
+import DirectivesPlugin from '@pothos/plugin-directives';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import type PrismaTypes from '../../generated/pothos-types.js';
+import { getDatamodel } from '../../generated/pothos-types.js';
+import type { Context } from './context.js';
+import type { Paged, Pagination } from '../../core/page.js';
+import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
+
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  PrismaTypes: PrismaTypes;
+  DefaultFieldNullability: false;
+  Scalars: {
+    BigInt: { Input: bigint; Output: bigint | string | number };
+    Long: { Input: bigint; Output: bigint | number };
+    DateTime: { Input: Date; Output: Date };
+    JSON: { Input: unknown; Output: unknown };
+  };
+  Directives: {
+    rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit: number; duration: number } };
+  };
+}>({
+  plugins: [PrismaPlugin, DirectivesPlugin],
+  defaultFieldNullability: false,
+  directives: { useGraphQLToolsUnorderedDirectives: true },
+  prisma: {
+    client: (ctx) => ctx.rt.prisma,
+    dmmf: getDatamodel(),
+    exposeDescriptions: false,
+    filterConnectionTotalCount: true,
+    onUnusedQuery: null,
+  },
+});
+
+builder.addScalarType('BigInt', BigIntScalar);
+builder.addScalarType('Long', LongScalar);
+builder.addScalarType('DateTime', DateTimeScalar);
+builder.addScalarType('JSON', JSONScalar);
+
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});
+
+/** Page arguments shared by every list: pages start at 1. */
+export const pageArgs = builder.args((t) => ({
+  page: t.int({ required: false, description: 'Page number, from 1 (default 1).' }),
+  perPage: t.int({ required: false, description: `Items per page (default 10, at most 100).` }),
+}));
+
+export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
+  fields: (t) => ({
+    currentPage: t.exposeInt('currentPage'),
+    perPage: t.exposeInt('perPage'),
+    totalItems: t.int({ resolve: (p) => p.totalItems() }),
+  }),
+});
+
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+/** A page of `item`s with its pagination: what every list field returns. */
+export function pageOf(name: string, item: ObjectParam<Types>) {
+  return builder.objectRef<Paged<unknown>>(name).implement({
+    fields: (t) => ({
+      items: t.field({ type: [item], resolve: (p) => p.items() as never }),
+      pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+    }),
+  });
+}

@@ -1,0 +1,235 @@
+import { getDirective } from '@graphql-tools/utils';
+import {
+  type GraphQLError,
+  type GraphQLSchema,
+  isEnumType,
+  print,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type OperationDefinitionNode,
+} from 'graphql';
+import type { YogaServerInstance } from 'graphql-yoga';
+import type { Context } from '../graphql/context.js';
+import { schema as appSchema } from '../graphql/schema.js';
+import { parseJson } from '../../lib/json.js';
+import type { Runtime } from '../../core/runtime.js';
+import { docsPage } from './docs.js';
+import { fail, ok } from './envelope.js';
+import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
+import { openApiDocument } from './openapi.js';
+import { httpOf, isErrorCode, type ErrorCode } from './status.js';
+import { routes as routeTable, type Route } from './routes.js';
+
+export interface RestContext {
+  requestId: string;
+  caller: string;
+}
+
+/** Largest request body read, in bytes. */
+export const MAX_BODY_BYTES = 1 << 20;
+
+const OPENAPI_PATH = '/api/v1/openapi.json';
+const DOCS_PATH = '/api/v1/docs';
+
+export interface CompiledRoute {
+  route: Route;
+  segments: (string | { param: string })[];
+  document: DocumentNode;
+  operationName: string;
+  source: string;
+  /** Whether the route's field carries @rateLimit. */
+  rateLimited: boolean;
+}
+
+/** Reads enum values from the schema, so the adapter and the GraphQL enum never disagree. */
+export function schemaEnums(schema: GraphQLSchema): EnumValues {
+  const cache = new Map<string, string[]>();
+  return (name) => {
+    let values = cache.get(name);
+    if (!values) {
+      const type = schema.getType(name);
+      if (!isEnumType(type)) throw new Error(`REST route table names ${name}, which is not an enum of the schema`);
+      values = type.getValues().map((v) => v.name);
+      cache.set(name, values);
+    }
+    return values;
+  };
+}
+
+/**
+ * The routes whose GraphQL field exists in the schema, each with its document checked against the
+ * schema once, here: requests then skip parsing and validation.
+ */
+export function compileRoutes(schema: GraphQLSchema, table: Route[] = routeTable): CompiledRoute[] {
+  return table.flatMap((route) => {
+    const parent = route.field.type === 'Query' ? schema.getQueryType() : schema.getMutationType();
+    const field = parent?.getFields()[route.field.name];
+    if (!field) return [];
+    const errors = validate(schema, route.document);
+    if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join('; ')}`);
+    const op = route.document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    return [
+      {
+        route,
+        segments: route.path
+          .split('/')
+          .slice(1)
+          .map((s) => (s.startsWith('{') ? { param: s.slice(1, -1) } : s)),
+        document: route.document,
+        operationName: op.name!.value,
+        source: print(route.document),
+        rateLimited: !!getDirective(schema, field, 'rateLimit')?.length,
+      },
+    ];
+  });
+}
+
+function match(compiled: CompiledRoute[], segments: string[]) {
+  const found: { c: CompiledRoute; params: Record<string, string> }[] = [];
+  for (const c of compiled) {
+    if (c.segments.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segments.length && ok; i++) {
+      const s = c.segments[i];
+      if (typeof s === 'string') ok = s === segments[i];
+      else if (segments[i] === '') ok = false;
+      else params[s.param] = segments[i];
+    }
+    if (ok) found.push({ c, params });
+  }
+  return found;
+}
+
+const MAX_ISSUES = 20;
+const describe = (issues: string[]) => issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
+
+/** A GraphQL error as the spec's error envelope: status and message by extensions.code (status.ts). */
+export function errorResponse(error: GraphQLError): Response {
+  const code = error.extensions?.code;
+  const detail = error.extensions?.detail as string | undefined;
+  if (isErrorCode(code)) {
+    const { status, message: fixed } = httpOf[code];
+    const message = fixed ?? error.message;
+    const headers = (error.extensions?.http as { headers?: Record<string, string> } | undefined)?.headers;
+    return fail(status, message, detail ?? (error.message !== message ? error.message : undefined), headers);
+  }
+  // Errors of the request itself (variable coercion) have no path; resolver errors always do.
+  if (!code && !error.path) return failWith('BAD_REQUEST', error.message);
+  return failWith('INTERNAL');
+}
+
+/** The envelope of an error code, with the spec's message. */
+export function failWith(code: ErrorCode, detail?: string): Response {
+  const { status, message } = httpOf[code];
+  return fail(status, message ?? code, detail);
+}
+
+/** The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema. */
+export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>, _rt: Runtime, schema: GraphQLSchema = appSchema) {
+  const compiled = compileRoutes(schema);
+  const enums = schemaEnums(schema);
+  let openapi: string | undefined;
+  let docs: string | undefined;
+  const openApiText = () => (openapi ??= JSON.stringify(openApiDocument(compiled, enums)));
+
+  const isPublicPath = (path: string) => path === OPENAPI_PATH || path === DOCS_PATH;
+  const normalise = (pathname: string) => (pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname);
+
+  async function execute(c: CompiledRoute, variables: Record<string, unknown>, request: Request, ctx: RestContext): Promise<ExecutionResult> {
+    // The way @graphql-yoga/plugin-sofa runs an operation: yoga's envelop pipeline (context, auth,
+    // rate limit, error masking), with the document parsed and validated once at start-up.
+    const enveloped = yoga.getEnveloped({
+      request,
+      requestId: ctx.requestId,
+      caller: ctx.caller,
+      params: { query: c.source, operationName: c.operationName, variables },
+    } as never);
+    const contextValue = await enveloped.contextFactory();
+    return (await enveloped.execute({
+      schema: enveloped.schema,
+      document: c.document,
+      operationName: c.operationName,
+      variableValues: variables,
+      contextValue,
+    })) as ExecutionResult;
+  }
+
+  async function readBody(request: Request, issues: string[]): Promise<Record<string, unknown> | undefined> {
+    const length = Number(request.headers.get('content-length') ?? 0);
+    if (length > MAX_BODY_BYTES) return void issues.push(`body: larger than ${MAX_BODY_BYTES} bytes`);
+    const text = await request.text();
+    if (text.length > MAX_BODY_BYTES) return void issues.push(`body: larger than ${MAX_BODY_BYTES} bytes`);
+    if (!text.trim()) return void issues.push('body: required (a JSON object)');
+    let value: unknown;
+    try {
+      value = parseJson(text);
+    } catch (e) {
+      return void issues.push(`body: invalid JSON (${e instanceof RangeError ? 'nested too deeply' : (e as Error).message})`);
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return void issues.push('body: must be a JSON object');
+    return value as Record<string, unknown>;
+  }
+
+  async function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, issues: string[]) {
+    const { route } = c;
+    const variables: Record<string, unknown> = {};
+    for (const [name, p] of Object.entries(route.pathParams)) {
+      try {
+        variables[p.gql] = decodeURIComponent(params[name]);
+      } catch {
+        issues.push(`${name}: invalid percent-encoding in the path`);
+      }
+    }
+    for (const [name, f] of Object.entries(route.query ?? {})) {
+      const given = url.searchParams.getAll(name);
+      if (given.length > 1) issues.push(`${name}: given more than once`);
+      else if (given.length === 1) variables[gqlName(name, f)] = fromQuery(given[0], f.type, name, issues, enums);
+    }
+    for (const [name, f] of Object.entries(route.headers ?? {})) {
+      const given = request.headers.get(name);
+      if (given !== null) variables[gqlName(name, f)] = given;
+    }
+    if (route.body) {
+      const body = await readBody(request, issues);
+      if (body) variables[route.body.variable] = convertFields(body, route.body.fields, '', issues, enums);
+    }
+    return variables;
+  }
+
+  return {
+    routes: compiled,
+    isPublic: (request: Request) => request.method === 'GET' && isPublicPath(normalise(new URL(request.url).pathname)),
+    notFound: () => fail(404, 'Not Found', 'no such route'),
+    unauthorized: () => failWith('UNAUTHORIZED'),
+    internalError: () => failWith('INTERNAL'),
+
+    async handle(request: Request, ctx: RestContext): Promise<Response> {
+      const url = new URL(request.url);
+      const path = normalise(url.pathname);
+      if (isPublicPath(path)) {
+        if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
+        if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
+        return new Response((docs ??= docsPage(JSON.parse(openApiText()))), { headers: { 'content-type': 'text/html; charset=utf-8' } });
+      }
+      const found = match(compiled, path.split('/').slice(1));
+      if (!found.length) return fail(404, 'Not Found', `no route ${path}`);
+      const hit = found.find((f) => f.c.route.method === request.method);
+      if (!hit) {
+        const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
+        return fail(405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { Allow: allow });
+      }
+      const issues: string[] = [];
+      const variables = await variablesFor(hit.c, hit.params, url, request, issues);
+      if (issues.length) return failWith('BAD_REQUEST', describe(issues));
+
+      const result = await execute(hit.c, variables, request, ctx);
+      if (result.errors?.length) return errorResponse(result.errors[0]);
+      const out = hit.c.route.result(result.data);
+      return ok(out.data, out.pagination, hit.c.route.status);
+    },
+  };
+}
+
+export type RestHandler = ReturnType<typeof createRestHandler>;

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' }).transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(0).max(65535);
+const positive = z.coerce.number().positive();
+
+const schema = z.object({
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: port.optional(),
+  APP_PORT: port.optional(),
+  API_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  CONFIG_PATH: z.string().min(1).optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  DEVNET: bool.optional(),
+  DEVNET_PORT: port.default(8545),
+  RATE_LIMIT_REQUESTS_PER_SECOND: positive.default(100),
+  RATE_LIMIT_BURST_SIZE: z.coerce.number().int().positive().default(300),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  WEBHOOK_BLOCK_PRIVATE_TARGETS: bool.default(false),
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(1_000),
+  WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().positive().default(600_000),
+  WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  INSTANCE_ID: z.string().min(1).optional(),
+  RELAYER_CRASH_AT: z.string().min(1).optional(),
+});
+
+export type Env = {
+  host: string;
+  port: number;
+  apiKey?: string;
+  configPath: string;
+  configPathGiven: boolean;
+  dataDir: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+  devnet: boolean;
+  devnetPort: number;
+  rateLimit: { perSecond: number; burst: number };
+  /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
+  webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
+  logLevel: z.infer<typeof schema>['LOG_LEVEL'];
+  instanceId?: string;
+  /** Fault injection for tests only (src/lib/crash.ts). */
+  crashAt?: string;
+};
+
+export class EnvError extends Error {}
+
+/** Parses every variable at once; an invalid environment lists all of its problems. */
+export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new EnvError(`invalid environment:\n${lines.join('\n')}`);
+  }
+  const e = result.data;
+  return {
+    host: e.HOST,
+    port: e.PORT ?? e.APP_PORT ?? 8080,
+    apiKey: e.API_KEY,
+    configPath: e.CONFIG_PATH ?? './config/config.json',
+    configPathGiven: e.CONFIG_PATH !== undefined,
+    dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    devnet: e.DEVNET ?? e.CONFIG_PATH === undefined,
+    devnetPort: e.DEVNET_PORT,
+    rateLimit: { perSecond: e.RATE_LIMIT_REQUESTS_PER_SECOND, burst: e.RATE_LIMIT_BURST_SIZE },
+    webhook: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      blockPrivateTargets: e.WEBHOOK_BLOCK_PRIVATE_TARGETS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxDelayMs: e.WEBHOOK_RETRY_MAX_DELAY_MS,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+    },
+    logLevel: e.LOG_LEVEL,
+    instanceId: e.INSTANCE_ID,
+    crashAt: e.RELAYER_CRASH_AT,
+  };
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Runtime } from '../runtime.js';
+import { transactionRecord } from '../transactions/record.js';
+
+type Tx = Prisma.TransactionClient;
+
+/** Database transactions that queued a delivery (the transaction client of each). */
+const queuedIn = new WeakSet<Tx>();
+
+/**
+ * One database transaction whose changes may queue webhook deliveries (the emit functions below):
+ * once it has committed, the sender is woken for them.
+ */
+export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>): Promise<T> {
+  let client: Tx | undefined;
+  const result = await rt.prisma.$transaction((db) => fn((client = db)));
+  if (client && queuedIn.has(client)) rt.wakeDeliveries();
+  return result;
+}
+
+/**
+ * Queues a webhook delivery for the relayer's notification, inside the caller's database
+ * transaction: the delivery exists if and only if the change it reports was committed.
+ */
+async function enqueue(tx: Tx, notificationId: string | null, relayerId: string, transactionId: string | null, event: string, payload: object) {
+  if (!notificationId) return;
+  const id = randomUUID();
+  const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
+  await tx.delivery.create({ data: { id, notificationId, relayerId, transactionId, event, body } });
+  queuedIn.add(tx);
+}
+
+export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
+  await enqueue(tx, relayer.notificationId, relayer.id, transaction.id, 'transaction_update', {
+    payload_type: 'transaction',
+    ...transactionRecord(transaction),
+  });
+}
+
+/** emitTransactionUpdate for many changes at once (one INSERT), in the order given. */
+export async function emitTransactionUpdates(tx: Tx, updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[]) {
+  const data = updates
+    .filter((u) => u.relayer.notificationId)
+    .map(({ relayer, transaction }) => {
+      const id = randomUUID();
+      const event = 'transaction_update';
+      const payload = { payload_type: 'transaction', ...transactionRecord(transaction) };
+      const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
+      return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body };
+    });
+  // One statement, rows in the order given (their seq orders the sends); Prisma's createMany costs
+  // several times as much per row.
+  if (data.length > 0) {
+    await tx.$executeRawUnsafe(
+      `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
+       SELECT id, "notificationId", "relayerId", "transactionId", event, body
+       FROM jsonb_to_recordset($1::jsonb) AS x(id text, "notificationId" text, "relayerId" text, "transactionId" text, event text, body text, n int)
+       ORDER BY n`,
+      JSON.stringify(data.map((d, n) => ({ ...d, n }))),
+    );
+    queuedIn.add(tx);
+  }
+}
+
+export async function emitRelayerState(tx: Tx, relayer: Relayer) {
+  await enqueue(tx, relayer.notificationId, relayer.id, null, 'relayer_state_update', {
+    payload_type: 'relayer',
+    id: relayer.id,
+    name: relayer.name,
+    network: relayer.network,
+    network_type: relayer.networkType,
+    address: relayer.address,
+    paused: relayer.paused,
+    system_disabled: relayer.systemDisabled,
+    disabled_reason: relayer.disabledReason ?? null,
+  });
+}

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { Prisma, type Relayer } from '../../generated/prisma/client.js';
+import { invalid, relayerNotFound } from '../errors.js';
+import { describeIssues } from '../../lib/validate.js';
+import type { Runtime } from '../runtime.js';
+import { slot } from '../state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
+import { paged, toPage } from '../page.js';
+import { parsePolicies, type NetworkType } from './policies.js';
+import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
+
+export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
+  const relayer = await rt.prisma.relayer.findUnique({ where: { id } });
+  if (!relayer) throw relayerNotFound(id);
+  return relayer;
+}
+
+// Relayers as last read, per runtime; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
+const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
+
+/**
+ * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
+ * updated_at under its lock (the send path), so a change made anywhere is never missed: a snapshot
+ * that is behind only costs another read. It spares a read per request under load.
+ */
+export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
+  const byId = rt.state(SNAPSHOTS);
+  const known = fresh ? undefined : byId.get(id);
+  if (known) return known;
+  const relayer = await getRelayer(rt, id);
+  byId.set(id, relayer);
+  return relayer;
+}
+
+export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null) {
+  const p = toPage(page, perPage);
+  return paged(
+    p,
+    () => rt.prisma.relayer.findMany({ orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
+    () => rt.prisma.relayer.count(),
+  );
+}
+
+const rpcConfig = z
+  .object({
+    url: z.string().regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
+    weight: z.number().int().min(0).max(100).default(100),
+  })
+  .strict();
+
+const updateInput = z
+  .object({
+    name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
+    paused: z.boolean().optional(),
+    notificationId: z.string().min(1, 'must not be empty').nullish(),
+    customRpcUrls: z.array(rpcConfig).max(20).nullish(),
+    policies: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .strict();
+
+export type UpdateRelayerInput = z.input<typeof updateInput>;
+
+/** Applies every change or none: a field that fails validation leaves the relayer as it was. */
+export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelayerInput): Promise<Relayer> {
+  const relayer = await getRelayer(rt, id);
+  const parsed = updateInput.safeParse(input);
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
+  const i = parsed.data;
+  const data: Prisma.RelayerUpdateInput = {};
+  if (i.name) data.name = i.name;
+  if (i.paused !== undefined) data.paused = i.paused;
+  if (i.notificationId !== undefined) {
+    if (i.notificationId !== null) {
+      const exists = await rt.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
+      if (!exists) throw invalid(`notification_id: notification "${i.notificationId}" does not exist`);
+      data.notification = { connect: { id: i.notificationId } };
+    } else {
+      data.notification = { disconnect: true };
+    }
+  }
+  if (i.customRpcUrls !== undefined) data.customRpcUrls = i.customRpcUrls ?? Prisma.DbNull;
+  if (i.policies !== undefined) {
+    // A policy object updates the fields it names; null clears every policy. Only the fields given
+    // are validated: the stored ones were checked when set, and are kept in storable form.
+    const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
+    if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
+    data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
+  }
+  return writeWithEvents(rt, async (tx) => {
+    const row = await tx.relayer.update({ where: { id }, data });
+    if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
+    return row;
+  });
+}

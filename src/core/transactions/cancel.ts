@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import type { Transaction } from '../../generated/prisma/client.js';
+import { claimRow, LEASE_MS, release } from '../../db/lease.js';
+import { conflict, invalid } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import type { NetworkType } from '../relayers/policies.js';
+import { getRelayer } from '../relayers/service.js';
+import { familyOf } from './family.js';
+import { FINAL_STATUSES, getTransaction } from './service.js';
+import { parseShape } from './shapes.js';
+
+const WAIT_FOR_LEASE_MS = 10_000;
+
+/**
+ * Runs `fn` on the transaction while holding its lease, so no worker works on it meanwhile (a
+ * worker holds a row only for one step, so the wait is short).
+ */
+async function withLease(rt: Runtime, id: string, fn: (tx: Transaction, owner: string) => Promise<Transaction>): Promise<Transaction> {
+  const owner = `${rt.instanceId}:api:${randomUUID()}`;
+  const deadline = Date.now() + WAIT_FOR_LEASE_MS;
+  for (let pause = 10; !(await claimRow(rt.prisma, 'transactions', id, owner, LEASE_MS)); pause = Math.min(200, pause * 2)) {
+    if (Date.now() > deadline) throw conflict('Conflict', 'the transaction is being worked on; try again');
+    await new Promise((r) => setTimeout(r, pause));
+  }
+  const tx = await rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  try {
+    return await fn(tx, owner);
+  } catch (e) {
+    await release(rt.prisma, 'transactions', owner, [{ id, leaseUntil: tx.leaseUntil, dueAt: tx.dueAt }]);
+    throw e;
+  }
+}
+
+function refuseFinal(tx: Transaction, action: 'cancel' | 'replace') {
+  if (FINAL_STATUSES.includes(tx.status) || tx.status === 'mined') throw invalid(`cannot ${action} a transaction in status ${tx.status}`);
+}
+
+/** Cancels a transaction that is not mined yet (see the chain family for how). */
+export async function cancelTransaction(rt: Runtime, relayerId: string, id: string): Promise<Transaction> {
+  const tx = await getTransaction(rt, id, relayerId);
+  refuseFinal(tx, 'cancel');
+  const family = familyOf(tx.networkType as NetworkType);
+  if (!family?.cancel) throw invalid(`${tx.networkType} transactions cannot be canceled`);
+  return withLease(rt, id, (leased, owner) => {
+    refuseFinal(leased, 'cancel');
+    return family.cancel!(rt, leased, owner);
+  });
+}
+
+/** Replaces the payload of a transaction that is not mined yet, at the same nonce. */
+export async function replaceTransaction(rt: Runtime, relayerId: string, id: string, input: Record<string, unknown>): Promise<Transaction> {
+  const tx = await getTransaction(rt, id, relayerId);
+  const relayer = await getRelayer(rt, relayerId);
+  refuseFinal(tx, 'replace');
+  const type = tx.networkType as NetworkType;
+  const family = familyOf(type);
+  if (!family?.replace) throw invalid(`${type} transactions cannot be replaced`);
+  const request = parseShape(type, input);
+  const accepted = await family.accept(rt, relayer, request as never);
+  return withLease(rt, id, (leased, owner) => {
+    refuseFinal(leased, 'replace');
+    return family.replace!(rt, leased, accepted, owner);
+  });
+}

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
+import { conflict, invalid, isDomainError, transactionNotFound } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import type { NetworkType } from '../relayers/policies.js';
+import { getRelayer, relayerSnapshot } from '../relayers/service.js';
+import { paged, toPage } from '../page.js';
+import { familyOf } from './family.js';
+import { insertAccepted } from './intake.js';
+import { parseShape } from './shapes.js';
+import { publishTransaction } from './store.js';
+import { isUniqueViolation } from '../../db/errors.js';
+
+export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
+
+export async function listTransactions(
+  rt: Runtime,
+  relayerId: string,
+  opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null },
+) {
+  const p = toPage(opts.page, opts.perPage);
+  const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
+  const relayer = await rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } });
+  if (!relayer) await getRelayer(rt, relayerId);
+  return paged(
+    p,
+    () => rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }),
+    () => rt.prisma.transaction.count({ where }),
+  );
+}
+
+export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
+  const tx = await rt.prisma.transaction.findUnique({ where: { id } }).catch(() => null);
+  if (!tx || (relayerId && tx.relayerId !== relayerId)) {
+    if (relayerId) await getRelayer(rt, relayerId);
+    throw transactionNotFound(id);
+  }
+  return tx;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** A stable digest of what the client sent, to tell a retry from a different request. */
+function requestDigest(input: Record<string, unknown>): string {
+  const canonical = (v: unknown): unknown =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : v instanceof Date
+        ? v.toISOString()
+        : Array.isArray(v)
+          ? v.map(canonical)
+          : v && typeof v === 'object'
+            ? Object.fromEntries(
+                Object.keys(v)
+                  .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+                  .sort()
+                  .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+              )
+            : v;
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(input)))
+    .digest('hex');
+}
+
+async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {
+  const existing = await rt.prisma.transaction.findUnique({ where: { relayerId_idempotencyKey: { relayerId, idempotencyKey: key } } });
+  if (!existing) return null;
+  if (existing.requestDigest !== digest) {
+    throw conflict('Conflict', `Idempotency-Key "${key}" was already used with a different request`);
+  }
+  return existing;
+}
+
+/**
+ * Accepts a transaction: validates it for the relayer's chain family, allocates its nonce in the
+ * same database transaction that writes the row, and queues its first webhook event. Checks run
+ * against a snapshot of the relayer; the insert refuses it if the relayer changed meanwhile, and a
+ * refusal is only given on the relayer as it is now.
+ */
+export async function sendTransaction(rt: Runtime, relayerId: string, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction> {
+  let relayer = await relayerSnapshot(rt, relayerId);
+  for (let fresh = false, attempts = 0; ; fresh = true, attempts++) {
+    if (attempts === MAX_ATTEMPTS) throw new Error(`relayer ${relayerId} kept changing while a transaction was being accepted`);
+    try {
+      const outcome = await sendAs(rt, relayer, input, idempotencyKey);
+      if (outcome !== 'stale') return outcome;
+    } catch (e) {
+      if (fresh || !isDomainError(e, 'invalid', 'unavailable')) throw e;
+    }
+    relayer = await relayerSnapshot(rt, relayerId, true);
+  }
+}
+
+const MAX_ATTEMPTS = 5;
+
+async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unknown>, idempotencyKey?: string | null): Promise<Transaction | 'stale'> {
+  const relayerId = relayer.id;
+  if (idempotencyKey != null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    throw invalid('Idempotency-Key: must be 1 to 255 visible ASCII characters');
+  }
+  const type = relayer.networkType as NetworkType;
+  const request = parseShape(type, input);
+  const digest = requestDigest(input);
+  if (idempotencyKey) {
+    const previous = await replay(rt, relayerId, idempotencyKey, digest);
+    if (previous) return previous;
+  }
+  if (relayer.paused) throw invalid(`relayer ${relayerId} is paused`);
+  if (relayer.systemDisabled) {
+    const reason = relayer.disabledReason as { type?: string; details?: string } | null;
+    throw invalid(`relayer ${relayerId} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
+  }
+  const family = familyOf(type);
+  if (!family) throw invalid(`${type} relayers cannot send transactions on this service`);
+  const accepted = await family.accept(rt, relayer, request as never);
+
+  let tx: Awaited<ReturnType<typeof insertAccepted>>;
+  try {
+    tx = await insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
+  } catch (e) {
+    if (idempotencyKey && isUniqueViolation(e)) {
+      const previous = await replay(rt, relayerId, idempotencyKey, digest);
+      if (previous) return previous;
+    }
+    throw e;
+  }
+  if (tx === 'no-nonce') {
+    // First transaction since start-up or a signer change: take the nonce from the chain (this
+    // changes the relayer, so the request is checked again).
+    const next = await family.chainNonce(rt, relayer);
+    await rt.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
+    return 'stale';
+  }
+  if (tx === 'stale') return tx;
+  publishTransaction(rt, tx);
+  return tx;
+}

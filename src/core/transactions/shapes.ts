@@ -1,0 +1,36 @@
+import type { z } from 'zod';
+import { invalid } from '../errors.js';
+import { describeIssues } from '../../lib/validate.js';
+import { specOf, type NetworkType, type SpecOf } from '../../chains/families.js';
+
+// The request shapes of the send route (spec 4.1), one per chain family (its spec.ts), selected by
+// the relayer's network type. GraphQL field names; the REST adapter maps the spec's snake_case names onto them.
+
+export { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+
+/** The request a family's send shape gives (its zod schema's output). */
+export type ShapeOf<T extends NetworkType> = z.output<SpecOf<T>['send']['schema']>;
+
+const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Validates a send request for a relayer of `type`, naming fields as the REST spec does. */
+export function parseShape<T extends NetworkType>(type: T, input: Record<string, unknown>): ShapeOf<T> {
+  const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  const result = specOf(type).send.schema.safeParse(defined);
+  if (!result.success) {
+    const detail = result.error.issues
+      .map((i) => {
+        const path = i.path.map((p) => snake(String(p))).join('.');
+        if (i.code === 'unrecognized_keys') {
+          if (path) return `${i.keys.map((k) => `${path}.${snake(k)}`).join(', ')}: unknown field`;
+          return `${i.keys.map(snake).join(', ')}: not a field of ${type} transactions`;
+        }
+        return path ? `${path}: ${i.message}` : i.message;
+      })
+      .join('; ');
+    throw invalid(detail);
+  }
+  return result.data as ShapeOf<T>;
+}
+
+export { describeIssues };

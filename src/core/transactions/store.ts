@@ -1,0 +1,314 @@
+// The transaction repository: every write of a transaction row goes through here. New rows are
+// inserted; after that only the holder of a row's lease changes it (save), and every status change
+// queues its webhook delivery and live event in the same database transaction (the outbox).
+// Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
+// createManyAndReturn and findMany cost several times the database's own work per row.
+import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
+import { claimDue, LEASE_MS, release } from '../../db/lease.js';
+import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { Runtime } from '../runtime.js';
+import { emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
+
+/** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
+export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
+
+/** The fields a new row is written with; the database fills in the rest (status, times, defaults). */
+export type NewTransaction = Pick<
+  Transaction,
+  | 'id'
+  | 'relayerId'
+  | 'networkType'
+  | 'from'
+  | 'to'
+  | 'data'
+  | 'nonce'
+  | 'gasLimit'
+  | 'gasPrice'
+  | 'maxFeePerGas'
+  | 'maxPriorityFeePerGas'
+  | 'speed'
+  | 'validUntil'
+  | 'idempotencyKey'
+  | 'requestDigest'
+> & {
+  value?: string | null;
+  request: Prisma.InputJsonValue;
+  /** A row born final (a NOOP filling a nonce gap) says so; a client's transaction starts pending. */
+  status?: Transaction['status'];
+  statusReason?: string | null;
+  chainState?: Prisma.InputJsonValue | null;
+};
+
+const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
+  ['id', 'text'],
+  ['relayerId', 'text'],
+  ['networkType', 'text'],
+  ['from', 'text'],
+  ['to', 'text'],
+  ['value', 'text'],
+  ['data', 'text'],
+  ['nonce', 'bigint'],
+  ['gasLimit', 'bigint'],
+  ['gasPrice', 'text'],
+  ['maxFeePerGas', 'text'],
+  ['maxPriorityFeePerGas', 'text'],
+  ['speed', 'text', '"Speed"'],
+  ['validUntil', 'text', 'timestamp(3)'],
+  ['request', 'jsonb'],
+  ['idempotencyKey', 'text'],
+  ['requestDigest', 'text'],
+  ['status', 'text', '"TransactionStatus"'],
+  ['statusReason', 'text'],
+  ['chainState', 'jsonb'],
+];
+
+/** Columns the database defaults when a new row leaves them out. */
+const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
+
+const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
+  SELECT ${INSERTED.map(([f, , cast]) => {
+    const v = DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
+    return cast ? `${v}::${cast}` : v;
+  }).join(', ')}, now(),
+    $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
+  FROM jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+  ORDER BY n
+  RETURNING ${TRANSACTION_COLUMNS}`;
+
+/**
+ * Inserts rows in one statement and returns them as written, in the order given, with the webhook
+ * delivery of each new row queued in the same database transaction (`relayers`: the relayer of
+ * every row). With `leaseOwner` they are written leased to it (for LEASE_MS), to be worked on
+ * without claiming them first.
+ */
+export async function insertTransactions(
+  db: Prisma.TransactionClient,
+  rows: NewTransaction[],
+  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null },
+): Promise<Transaction[]> {
+  const json = recordsetJson(rows.map((r, n) => ({ ...r, n })));
+  const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json, opts.leaseOwner ?? null, String(LEASE_MS));
+  const byId = new Map(written.map((t) => [t.id, t]));
+  const inserted = rows.map((r) => byId.get(r.id)!);
+  const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
+  await emitTransactionUpdates(
+    db,
+    inserted.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+  );
+  return inserted;
+}
+
+/** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */
+export function claimTransactions(rt: Runtime, limit: number): Promise<Transaction[]> {
+  return claimDue<Transaction>(rt.prisma, 'transactions', {
+    owner: rt.instanceId,
+    limit,
+    leaseMs: LEASE_MS,
+    where: 'due_at IS NOT NULL',
+    orderBy: 'due_at, nonce',
+    returning: TRANSACTION_COLUMNS,
+  });
+}
+
+/** Claims the relayer's in-flight rows below `nonce` that no one holds (the chain has mined past them), due or not. */
+export function claimBelowNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction[]> {
+  return rt.prisma.$queryRawUnsafe<Transaction[]>(
+    `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
+     WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
+     RETURNING ${TRANSACTION_COLUMNS}`,
+    relayerId,
+    nonce,
+    rt.instanceId,
+    String(LEASE_MS),
+  );
+}
+
+/** Gives claimed rows back unchanged, each due again at its time (null: no more work), where the lease they were read under still holds. */
+export function releaseTransactions(rt: Runtime, rows: { tx: Pick<Transaction, 'id' | 'leaseUntil'>; dueAt: Date | null }[]) {
+  return release(
+    rt.prisma,
+    'transactions',
+    rt.instanceId,
+    rows.map(({ tx, dueAt }) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt })),
+  );
+}
+
+/**
+ * Moves a leased row to the relayer's next nonce (at least `atLeast`): allocated and written in
+ * one database transaction, under the lease the row was read with. Null when the lease was lost
+ * or the relayer's nonce is not initialised.
+ */
+export async function moveToNewNonce(rt: Runtime, tx: Transaction, atLeast: bigint): Promise<bigint | null> {
+  return rt.prisma
+    .$transaction(async (db) => {
+      const [r] = await db.$queryRaw<{ nonce: bigint }[]>`
+        UPDATE relayers SET next_nonce = GREATEST(next_nonce, ${atLeast}) + 1
+        WHERE id = ${tx.relayerId} AND next_nonce IS NOT NULL
+        RETURNING next_nonce - 1 AS nonce`;
+      if (!r) return null;
+      const nonce = BigInt(r.nonce);
+      const n = await db.$executeRaw`
+        UPDATE transactions SET nonce = ${nonce}
+        WHERE id = ${tx.id} AND lease_owner = ${rt.instanceId} AND lease_until = ${tx.leaseUntil?.toISOString() ?? null}::timestamp(3)`;
+      if (n === 0) throw new LeaseLost();
+      return nonce;
+    })
+    .catch((e) => {
+      if (e instanceof LeaseLost) return null;
+      throw e;
+    });
+}
+
+class LeaseLost extends Error {}
+
+export function publishTransaction(rt: Runtime, tx: Transaction) {
+  rt.pubsub.publish('transaction:relayer', tx.relayerId, tx);
+  rt.pubsub.publish('transaction:id', tx.id, tx);
+}
+
+/** The columns a pipeline step may change (identity, ownership and idempotency never change). */
+export type TransactionPatch = Partial<
+  Pick<
+    Transaction,
+    | 'status'
+    | 'statusReason'
+    | 'sentAt'
+    | 'confirmedAt'
+    | 'hash'
+    | 'hashes'
+    | 'nonce'
+    | 'gasLimit'
+    | 'gasPrice'
+    | 'maxFeePerGas'
+    | 'maxPriorityFeePerGas'
+    | 'chainState'
+    | 'signature'
+    | 'attempts'
+    | 'dueAt'
+    | 'to'
+    | 'value'
+    | 'data'
+    | 'speed'
+    | 'validUntil'
+    | 'request'
+  >
+>;
+
+export interface TransactionChange {
+  /** The row as read while holding its lease. */
+  before: Transaction;
+  patch: TransactionPatch;
+  /** Statuses passed through on the way to patch.status, each reported as its own event, in order. */
+  via?: Transaction['status'][];
+  /** Give the lease back (the row is due again at its dueAt); false keeps holding it. */
+  release: boolean;
+}
+
+/**
+ * How each field a step may change travels in saveTransactions' recordset (its type there) and
+ * how it is written to its column.
+ */
+const PATCHABLE: Record<keyof TransactionPatch, [type: string, write?: (v: string) => string]> = {
+  status: ['text', (v) => `${v}::"TransactionStatus"`],
+  statusReason: ['text'],
+  sentAt: ['text', (v) => `${v}::timestamp(3)`],
+  confirmedAt: ['text', (v) => `${v}::timestamp(3)`],
+  hash: ['text'],
+  hashes: ['jsonb', (v) => `ARRAY(SELECT jsonb_array_elements_text(${v}))`],
+  nonce: ['text', (v) => `${v}::bigint`],
+  gasLimit: ['text', (v) => `${v}::bigint`],
+  gasPrice: ['text'],
+  maxFeePerGas: ['text'],
+  maxPriorityFeePerGas: ['text'],
+  chainState: ['jsonb'],
+  signature: ['jsonb'],
+  attempts: ['int'],
+  dueAt: ['text', (v) => `${v}::timestamp(3)`],
+  to: ['text'],
+  value: ['text'],
+  data: ['text'],
+  speed: ['text', (v) => `${v}::"Speed"`],
+  validUntil: ['text', (v) => `${v}::timestamp(3)`],
+  request: ['jsonb'],
+};
+
+/** The UPDATE of saveTransactions for one set of changed fields (a handful of sets occur). */
+const saveSql = new Map<string, string>();
+function saveStatement(fields: (keyof TransactionPatch)[]): string {
+  const key = fields.join(',');
+  let sql = saveSql.get(key);
+  if (!sql) {
+    const types = fields.map((f) => `"${f}" ${PATCHABLE[f][0]}`);
+    const sets = fields.map((f) => `"${columnOf(f)}" = ${(PATCHABLE[f][1] ?? ((v) => v))(`v."${f}"`)}`);
+    sql = `UPDATE transactions t SET ${[...sets, `updated_at = v.updated_at::timestamp(3)`].join(', ')},
+        lease_owner = CASE WHEN v.release THEN NULL ELSE t.lease_owner END,
+        lease_until = CASE WHEN v.release THEN NULL ELSE t.lease_until END
+      FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease_until_was text, release boolean, updated_at text${types.map((t) => `, ${t}`).join('')})
+      WHERE t.id = v.id AND t.lease_owner = $2 AND t.lease_until = v.lease_until_was::timestamp(3)
+      RETURNING t.id`;
+    saveSql.set(key, sql);
+  }
+  return sql;
+}
+
+/**
+ * Saves a batch of leased rows in one database transaction and a single UPDATE
+ * of the columns the batch changes: each row is written only if `owner` still holds the lease it
+ * was read under (a worker that lost its lease changes nothing). Status changes queue their
+ * webhook events and are published. Only a lease holder changes a row's
+ * status, so the status it had is the one read with the lease. Returns the rows as written, by id;
+ * a row missing from it was not written.
+ */
+export async function saveTransactions(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
+  const saved = new Map<string, Transaction>();
+  if (changes.length === 0) return saved;
+  const now = new Date();
+  const rows = changes.map((c) => {
+    const after: Transaction = {
+      ...c.before,
+      ...c.patch,
+      updatedAt: now,
+      leaseOwner: c.release ? null : c.before.leaseOwner,
+      leaseUntil: c.release ? null : c.before.leaseUntil,
+    };
+    return { change: c, after };
+  });
+  const fields = (Object.keys(PATCHABLE) as (keyof TransactionPatch)[]).filter((f) => changes.some((c) => c.patch[f] !== undefined));
+  const values = rows.map(({ change, after }) => ({
+    id: after.id,
+    lease_until_was: change.before.leaseUntil,
+    release: change.release,
+    updated_at: now,
+    ...Object.fromEntries(fields.map((f) => [f, after[f]])),
+  }));
+  const events = await writeWithEvents(rt, async (db) => {
+    const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), recordsetJson(values), owner);
+    const writtenIds = new Set(written.map((w) => w.id));
+    const reported: Transaction[] = [];
+    for (const { change, after } of rows) {
+      if (!writtenIds.has(after.id)) continue;
+      saved.set(after.id, after);
+      const old = change.before.status;
+      if (old === after.status) continue;
+      for (const status of (change.via ?? []).filter((s) => s !== old)) {
+        reported.push({ ...after, status, ...(status === 'confirmed' ? {} : { confirmedAt: null }) });
+      }
+      reported.push(after);
+    }
+    if (reported.length > 0) {
+      const relayerIds = [...new Set(reported.map((t) => t.relayerId))];
+      const relayers = await db.relayer.findMany({ where: { id: { in: relayerIds } }, select: { id: true, notificationId: true } });
+      const byId = new Map(relayers.map((r) => [r.id, r]));
+      await emitTransactionUpdates(
+        db,
+        reported.flatMap((transaction) => {
+          const relayer = byId.get(transaction.relayerId);
+          return relayer ? [{ relayer, transaction }] : [];
+        }),
+      );
+    }
+    return reported;
+  });
+  for (const tx of events) publishTransaction(rt, tx);
+  return saved;
+}

@@ -1,0 +1,109 @@
+import { dropStaleLeases } from '../db/lease.js';
+import { startMaintenance } from '../db/maintenance.js';
+import { startLoop } from '../lib/loop.js';
+import type { Transaction } from '../generated/prisma/client.js';
+import { startDeliveryWorker } from './notifications/delivery.js';
+import { startRelayerChecks } from './relayers/checks.js';
+import type { NetworkType } from './relayers/policies.js';
+import { familyOf } from './transactions/family.js';
+import { claimTransactions, releaseTransactions } from './transactions/store.js';
+import type { Runtime } from './runtime.js';
+
+const BATCH = 100;
+/** Rows held in memory for the worker at most; more are left in the database, due. */
+const MAX_HANDED = 2_000;
+/** A handed-over row whose lease has less left than this is left to be claimed again instead. */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * Works every accepted transaction to a final state: takes the rows handed to it (already leased
+ * to this instance: new ones, ones the chain just mined) and claims due rows (a lease, so another
+ * instance picks up the work of one that died), and lets the chain family advance each by one
+ * step, the whole batch at once when the family can.
+ */
+function startTransactionWorker(rt: Runtime) {
+  const giveBack = (rows: Transaction[], inMs = 0) =>
+    releaseTransactions(
+      rt,
+      rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })),
+    );
+  const retryLater = (rows: Transaction[]) => giveBack(rows, 5_000);
+  let started = false;
+  let handed: Transaction[] = [];
+  const loop = startLoop(
+    async () => {
+      if (!started) await dropStaleLeases(rt, 'transactions');
+      started = true;
+      const fresh = Date.now() + LEASE_MARGIN_MS;
+      const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
+      if (txs.length < BATCH) {
+        // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
+        txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
+      }
+      if (txs.length === 0) return false;
+      const byType = new Map<NetworkType, Transaction[]>();
+      for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
+      await Promise.all(
+        [...byType].map(async ([type, group]) => {
+          const family = familyOf(type);
+          if (!family) return;
+          if (family.processBatch) {
+            try {
+              await family.processBatch(rt, group);
+            } catch (err) {
+              rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
+              await retryLater(group);
+            }
+            return;
+          }
+          await Promise.all(
+            group.map(async (tx) => {
+              try {
+                await family.process(rt, tx);
+              } catch (err) {
+                rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
+                await retryLater([tx]);
+              }
+            }),
+          );
+        }),
+      );
+      return txs.length === BATCH || handed.length > 0;
+    },
+    { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
+  );
+  return {
+    wake: loop.wake,
+    handOff(rows: Transaction[]) {
+      const room = Math.max(0, MAX_HANDED - handed.length);
+      handed.push(...rows.slice(0, room));
+      // Overloaded: the rest are due for any worker (this one claims them as it catches up).
+      if (rows.length > room) void giveBack(rows.slice(room)).catch((err) => rt.log.warn({ err }, 'could not give back leases; they run out'));
+      loop.wake();
+    },
+    async stop() {
+      await loop.stop();
+      // What was handed over and not worked on is due again for any instance.
+      const left = handed;
+      handed = [];
+      await giveBack(left);
+    },
+  };
+}
+
+export function startWorkers(rt: Runtime) {
+  const deliveries = startDeliveryWorker(rt);
+  const transactions = startTransactionWorker(rt);
+  const loops = [transactions, deliveries];
+  rt.wake = transactions.wake;
+  rt.handOff = transactions.handOff;
+  rt.wakeDeliveries = deliveries.wake;
+  const checks = startRelayerChecks(rt);
+  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
+  return {
+    stop: () => {
+      rt.handOff = null;
+      return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import { GraphQLError } from 'graphql';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { FAMILIES, NETWORK_TYPES, specOf } from '../../src/chains/families.js';
+import { relayerEntry } from '../../src/config/schema.js';
+import { conflict, invalid, notFound, unavailable } from '../../src/core/errors.js';
+import { defineFamily, sendFieldsOf, sharedSendFields, type FamilySpec } from '../../src/core/family.js';
+import { createState, slot } from '../../src/core/state.js';
+import { fromDomainError, maskError, rateLimited } from '../../src/api/graphql/errors.js';
+import { schema } from '../../src/api/graphql/schema.js';
+import { ExpiringMap } from '../../src/lib/expiring.js';
+import { createLogger } from '../../src/lib/log.js';
+import { httpOf } from '../../src/api/rest/status.js';
+
+afterEach(() => vi.useRealTimers());
+
+describe('ExpiringMap', () => {
+  it('forgets an entry ttl after it was set, or last read with touch', () => {
+    vi.useFakeTimers({ now: 0 });
+    const plain = new ExpiringMap<string, number>(1000);
+    const touched = new ExpiringMap<string, number>(1000, { touch: true });
+    plain.set('a', 1);
+    touched.set('a', 1);
+    vi.setSystemTime(900);
+    expect(plain.get('a')).toBe(1);
+    expect(touched.get('a')).toBe(1);
+    vi.setSystemTime(1500);
+    expect(plain.get('a')).toBeUndefined();
+    expect(touched.get('a')).toBe(1);
+  });
+
+  it('sweeps expired entries as new keys come, so it does not grow without bound', () => {
+    vi.useFakeTimers({ now: 0 });
+    const m = new ExpiringMap<number, number>(100);
+    for (let t = 0; t < 10_000; t += 10) {
+      vi.setSystemTime(t);
+      m.set(t, t);
+    }
+    expect(m.size).toBeLessThanOrEqual(21);
+  });
+});
+
+describe('runtime state slots', () => {
+  it('gives each runtime its own value of a slot, created once', () => {
+    const s = slot('test', () => new Map<string, number>());
+    const [a, b] = [createState(), createState()];
+    a(s).set('x', 1);
+    expect(a(s).get('x')).toBe(1);
+    expect(b(s).has('x')).toBe(false);
+  });
+});
+
+describe('domain errors', () => {
+  it('map to GraphQL codes in one place, and codes to HTTP statuses in one table', () => {
+    expect(fromDomainError(invalid('to: bad')).extensions).toEqual({ code: 'BAD_REQUEST', detail: 'to: bad' });
+    expect(fromDomainError(invalid('to: bad')).message).toBe('Bad Request');
+    expect(fromDomainError(unavailable('try again')).extensions.code).toBe('BAD_REQUEST');
+    expect(fromDomainError(notFound('Relayer with ID r not found')).message).toBe('Relayer with ID r not found');
+    const c = fromDomainError(conflict('Notification with this ID already exists', 'id: "n" is taken'));
+    expect([c.message, c.extensions]).toEqual(['Notification with this ID already exists', { code: 'CONFLICT', detail: 'id: "n" is taken' }]);
+    expect(Object.fromEntries(Object.entries(httpOf).map(([k, v]) => [k, v.status]))).toEqual({
+      BAD_REQUEST: 400,
+      UNAUTHORIZED: 401,
+      NOT_FOUND: 404,
+      CONFLICT: 409,
+      RATE_LIMITED: 429,
+      INTERNAL: 500,
+    });
+  });
+
+  it('masking gives rate-limit errors their /graphql HTTP status and hides unexpected errors', () => {
+    const mask = maskError(createLogger('silent'), (code) => httpOf[code].status);
+    const limited = mask(new GraphQLError('x', { originalError: rateLimited(2) })) as GraphQLError;
+    expect(limited.extensions).toEqual({ code: 'RATE_LIMITED', http: { status: 429, headers: { 'Retry-After': '2' } } });
+    const domain = mask(new GraphQLError('x', { originalError: invalid('page: bad'), path: ['a'] })) as GraphQLError;
+    expect(domain.extensions).toEqual({ code: 'BAD_REQUEST', detail: 'page: bad' });
+    const hidden = mask(new GraphQLError('x', { originalError: new Error('secret'), path: ['a'] })) as GraphQLError;
+    expect([hidden.message, hidden.extensions.code]).toEqual(['Internal Server Error', 'INTERNAL']);
+  });
+});
+
+describe('chain families, listed once', () => {
+  it('give the NetworkType enum and the config check their types', () => {
+    const e = schema.getType('NetworkType') as unknown as { getValues(): { name: string }[] };
+    expect(
+      e
+        .getValues()
+        .map((v) => v.name)
+        .sort(),
+    ).toEqual([...NETWORK_TYPES].sort());
+    const entry = { id: 'r', name: 'r', network: 'n', signer_id: 's' };
+    for (const type of NETWORK_TYPES) expect(relayerEntry.safeParse({ ...entry, network_type: type }).success).toBe(true);
+    expect(relayerEntry.safeParse({ ...entry, network_type: 'tron' }).success).toBe(false);
+  });
+
+  it('give every send field once, shared ones described with the shapes that take them', () => {
+    const fields = sendFieldsOf(FAMILIES as readonly FamilySpec[]);
+    expect(Object.keys(fields)).toEqual(FAMILIES.flatMap((f) => Object.keys(f.send.fields)).filter((k, i, all) => all.indexOf(k) === i));
+    expect(fields.valid_until.description).toBe('Shapes A and C: RFC 3339 expiry (default 8 hours).');
+    expect(specOf('evm').send.fields.valid_until).toBe(sharedSendFields.valid_until);
+  });
+
+  it('take a fourth family from its spec alone, and refuse two definitions of one field', () => {
+    const tron = defineFamily({
+      type: 'tron',
+      label: 'Tron',
+      signerKind: 'evm',
+      network: { fields: {} },
+      policy: { schema: z.object({}).strict() },
+      send: {
+        letter: 'D',
+        name: 'TronTransactionRequest',
+        description: 'Shape D, for Tron relayers.',
+        summary: 'Tron relayers `raw_data`',
+        fields: { raw_data: { type: { kind: 'string' }, required: true, description: 'Shape D (Tron), required.' }, valid_until: sharedSendFields.valid_until },
+        schema: z.object({ rawData: z.string() }).strict(),
+      },
+      record: { fields: ['network_type', 'from'], networkData: true },
+      load: async () => ({}),
+    });
+    const fields = sendFieldsOf([...(FAMILIES as readonly FamilySpec[]), tron]);
+    expect(fields.raw_data.description).toBe('Shape D (Tron), required.');
+    expect(fields.valid_until.description).toBe('Shapes A, C and D: RFC 3339 expiry (default 8 hours).');
+    const clash = { ...tron, send: { ...tron.send, fields: { value: { type: { kind: 'string' as const } } } } };
+    expect(() => sendFieldsOf([...(FAMILIES as readonly FamilySpec[]), clash])).toThrow(/value is defined by two families/);
+  });
+});
