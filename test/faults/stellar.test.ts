@@ -2,13 +2,10 @@
 // ends confirmed, sequence numbers stay contiguous, and each payment is applied on the chain (the
 // stand-in, which checks signatures and sequence numbers with the SDK) exactly once.
 import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startArmed } from '../support/crash.js';
+import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { databaseKinds } from '../support/postgres.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
 import { keystores, localSigner } from '../stellar/support.js';
 
@@ -79,22 +76,19 @@ async function setup(db: 'pglite' | 'postgres', cleanup: (() => Promise<unknown>
     ],
   });
   cleanup.push(() => stub.stop());
-  const dir = await mkdtemp(path.join(tmpdir(), 'relayer-faults-'));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  const database = db === 'postgres' ? await createTestDatabase() : undefined;
-  if (database) cleanup.push(() => database.drop());
-  await writeFile(
-    path.join(dir, 'config.json'),
-    JSON.stringify({
+  const env = await faultEnv(
+    db,
+    {
       relayers: [
         { id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', policies: {} },
       ],
       signers: [localSigner('stellar-key', key.file)],
       notifications: [],
       networks: [{ type: 'stellar', network: 'stellar-local', rpc_urls: [stub.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true }],
-    }),
+    },
+    'faults-stellar',
+    cleanup,
   );
-  const env = { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: 'faults-stellar', ...(database ? { DATABASE_URL: database.url } : {}) };
   return { relayer, dest, stub, env };
 }
 
