@@ -207,7 +207,9 @@ describe.each(await databaseKinds())('stellar: kill -9 at each crash point, then
     expect(row).toMatchObject({ id, status: 'sent', sequence_number: String(START_SEQ + 1n), sent_at: expect.any(String) });
     expect(row.status_reason).toMatch(/sequence number \d+ is used on chain .* but the transaction that used it was not found/);
     expect(instance.output()).toMatch(/"level":40.*stellar sequence number used by an unknown transaction/);
+    const broadcasts = stub.calls.filter((m) => m === 'sendTransaction').length;
     await new Promise((r) => setTimeout(r, 2_000));
+    expect(stub.calls.filter((m) => m === 'sendTransaction')).toHaveLength(broadcasts);
     // Sent once: one payment, the account moved by one.
     expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + 5_000n);
     expect(stub.account(relayer.publicKey())!.sequence).toBe(START_SEQ + 1n);

@@ -56,6 +56,11 @@ interface StellarState {
    * any of them may be the one on chain, so all are looked up.
    */
   signings?: { hash: string; sequence: string }[];
+  /**
+   * Why it is held: its sequence number was used on chain by a transaction not found. Nothing is
+   * broadcast while it is held; it is only looked at again, for proof either way.
+   */
+  held?: string;
   /** Published as the record's network fields (REST, webhooks, GraphQL networkData). */
   public: Record<string, unknown>;
 }
@@ -250,7 +255,7 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
 
 /** Records the signing the chain applied as the transaction's, with its result. */
 async function recordLanded(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
-  const at = landed.hash === state.hash ? state : { ...state, hash: landed.hash };
+  const at = { ...state, hash: landed.hash, held: undefined };
   if (landed.status === 'confirmed') {
     await saveStep(
       rt,
@@ -368,7 +373,7 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
       (t) => !FINAL_STATUSES.has(t.status),
     );
   const move = nextSequenceMove({ n, chainSequence, attribution, counter, openBelow });
-  const retry = () => saveStep(rt, tx, { chainState: asJson({ ...state, accepted: false }) }, c.pollMs);
+  const retry = () => saveStep(rt, tx, { statusReason: state.held ? null : undefined, chainState: asJson({ ...state, accepted: false, held: undefined }) }, c.pollMs);
   switch (move.kind) {
     case 'landed': {
       // Found by the search (getTransaction no longer knows it): its record there is the result.
@@ -380,7 +385,7 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
     case 'hold': {
       const reason = `${move.reason}; it is not sent again with another number without proof that it did not land: left for a person to decide`;
       rt.log.warn({ transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() }, `stellar sequence number used by an unknown transaction: ${reason}`);
-      await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false }) }, HOLD_MS);
+      await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false, held: reason }) }, HOLD_MS);
       return;
     }
     case 'retry':
@@ -489,6 +494,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     const c = contextOf(rt, relayer);
     const state = tx.chainState as unknown as StellarState | null;
     if (!state?.envelope) return signStep(rt, c, tx);
+    if (state.held) return reconcileSequence(rt, c, tx, state);
     if (!state.accepted) return sendStep(rt, c, tx, state);
     return checkStep(rt, c, tx, state);
   },
