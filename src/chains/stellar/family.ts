@@ -4,7 +4,7 @@ import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoTy
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import { freeNonceOfFinal, type TransactionPatch } from '../../core/transactions/store.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
@@ -489,8 +489,7 @@ async function resequence(
     if (taken !== 1) return void (await retry());
   } else {
     // The rows at the target that ended without using it give it up (their records keep sequence_number).
-    await rt.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
-      WHERE relayer_id = ${relayerId} AND nonce = ${target} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
+    await freeNonceOfFinal(rt, relayerId, target);
   }
   let saved: Transaction | null;
   try {
