@@ -1,17 +1,17 @@
 import type { FamilySpec } from '../core/family.js';
-import { evmSpec } from './evm/spec.js';
-import { solanaSpec } from './solana/spec.js';
-import { stellarSpec } from './stellar/spec.js';
+import * as listed from './list.js';
+
+type Listed = (typeof listed)[keyof typeof listed];
 
 /**
- * The chain families this service offers: the one place they are listed. Everything that names
- * network types (the NetworkType enum, config checks, policies, send shapes, records, OpenAPI)
- * is derived from this list.
+ * The chain families this service offers, as listed in list.ts (the one place they are listed),
+ * ordered by network type. Everything that names network types (the NetworkType enum, config
+ * checks, policies, send shapes, records, OpenAPI) is derived from this list.
  */
-export const FAMILIES = [evmSpec, solanaSpec, stellarSpec] as const;
+export const FAMILIES: readonly Listed[] = Object.values(listed).sort((a, b) => (a.type < b.type ? -1 : 1));
 
-export type NetworkType = (typeof FAMILIES)[number]['type'];
-export type SpecOf<T extends NetworkType> = Extract<(typeof FAMILIES)[number], { type: T }>;
+export type NetworkType = Listed['type'];
+export type SpecOf<T extends NetworkType> = Extract<Listed, { type: T }>;
 
 export const NETWORK_TYPES = FAMILIES.map((f) => f.type) as [NetworkType, ...NetworkType[]];
 

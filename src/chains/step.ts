@@ -12,22 +12,16 @@ export const FINAL_STATUSES: ReadonlySet<Transaction['status']> = new Set(['conf
 /**
  * Writes the outcome of one step through saveTransactions: the change (a status change queues its
  * webhook and live event in the same database transaction), when the row is due again
- * (`nextInMs`; null once final) and, unless `keepLease`, the lease given back. The row is written
+ * (`nextInMs`; null once final) and the lease given back. The row is written
  * only while this instance still holds the lease the row was read with; null when it did not
  * (another instance took the row over), and then nothing was written. A status that becomes
  * `sent` carries `sent_at` in the same write.
  */
-export async function saveStep(
-  rt: Runtime,
-  tx: Transaction,
-  patch: TransactionPatch,
-  nextInMs: number | null,
-  opts: { keepLease?: boolean } = {},
-): Promise<Transaction | null> {
+export async function saveStep(rt: Runtime, tx: Transaction, patch: TransactionPatch, nextInMs: number | null): Promise<Transaction | null> {
   const dueAt = nextInMs === null ? null : new Date(Date.now() + nextInMs);
   const full: TransactionPatch = { ...patch, dueAt };
   if ((full.status === 'sent' || full.status === 'submitted') && !tx.sentAt && !full.sentAt) full.sentAt = new Date();
-  const saved = await saveTransactions(rt, rt.instanceId, [{ before: tx, patch: full, release: !opts.keepLease }]);
+  const saved = await saveTransactions(rt, rt.instanceId, [{ before: tx, patch: full, release: true }]);
   const row = saved.get(tx.id) ?? null;
   if (!row) rt.log.warn({ transactionId: tx.id }, 'step result not written: the lease of the transaction was lost');
   if (row && nextInMs === 0) rt.wake();

@@ -3,7 +3,7 @@ import type { SignerKind } from '../signers/index.js';
 
 // The contract of a chain family: what the rest of the service needs to know about it to offer it
 // (network type, config, policies, send request, record, signer), without its pipeline. Each family
-// folder exports one (src/chains/<family>/spec.ts); src/chains/families.ts lists them, and the
+// folder exports one (src/chains/<family>/spec.ts); src/chains/list.ts lists them, and the
 // network-type enum, the config checks, the GraphQL send input, the REST send shapes and the
 // OpenAPI document are derived from that list.
 

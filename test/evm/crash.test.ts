@@ -1,10 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
+import { startProxy } from '../support/rpc-proxy.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
@@ -122,25 +121,14 @@ describe.each(await databaseKinds())('kill -9 at any moment (%s)', (db) => {
 /** An RPC proxy to `target` that, while `hold` is set, never answers a request that broadcasts. */
 async function holdingProxy(target: string) {
   const state = { hold: true, held: 0 };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', async () => {
-      if (state.hold && body.includes('eth_sendRawTransaction')) return void state.held++;
-      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      res.writeHead(answer.status, { 'content-type': 'application/json' });
-      res.end(await answer.text());
-    });
+  const proxy = await startProxy(target, async (body, forward) => {
+    if (state.hold && body.includes('eth_sendRawTransaction')) {
+      state.held++;
+      return null;
+    }
+    return forward();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    state,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { ...proxy, state };
 }
 
 describe('restart on the embedded database', () => {

@@ -1,14 +1,11 @@
 // Kill the process at each named crash point of the EVM pipeline (src/lib/crash.ts), restart it,
 // and check the chain against the database: every accepted transaction final exactly once.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
 import { RECEIVER, rpc } from '../evm/helpers.js';
-import { startArmed } from '../support/crash.js';
+import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
 
 const TXS = '/api/v1/relayers/evm-relayer/transactions';
@@ -43,12 +40,7 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
       it(`${point}: after a restart every accepted transaction is final once, on chain as in the database`, async () => {
         const anvil = await startAnvil();
         cleanup.push(() => anvil.stop());
-        const dir = await mkdtemp(path.join(tmpdir(), 'relayer-faults-'));
-        cleanup.push(() => rm(dir, { recursive: true, force: true }));
-        const database = db === 'postgres' ? await createTestDatabase() : undefined;
-        if (database) cleanup.push(() => database.drop());
-        await writeFile(path.join(dir, 'config.json'), JSON.stringify(evmConfig(anvil.url)));
-        const env = { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: 'faults', ...(database ? { DATABASE_URL: database.url } : {}) };
+        const env = await faultEnv(db, evmConfig(anvil.url), 'faults', cleanup);
         const start = Number(await rpc(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']));
         if (how.hold) await rpc(anvil.url, 'evm_setAutomine', [false]);
 

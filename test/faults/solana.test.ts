@@ -1,15 +1,12 @@
 // kill -9 at every crash point of the Solana pipeline, then a restart: every accepted transaction
 // ends confirmed, and each payload executed on the chain (LiteSVM behind the stand-in) exactly once.
 import type { Address } from '@solana/kit';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSolanaTx } from '../../src/chains/solana/transaction.js';
 import { createLocalSigner } from '../../src/signers/index.js';
-import { startArmed } from '../support/crash.js';
+import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { databaseKinds } from '../support/postgres.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
 import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, setComputeUnitLimit, SOL } from '../solana/support.js';
 import { keystores, localSigner } from '../stellar/support.js';
@@ -81,27 +78,19 @@ describe.each(await databaseKinds())('solana: kill -9 at each crash point, then 
         finalizedAfter: 3,
       });
       cleanup.push(() => stub.stop());
-      const dir = await mkdtemp(path.join(tmpdir(), 'relayer-faults-'));
-      cleanup.push(() => rm(dir, { recursive: true, force: true }));
-      const database = db === 'postgres' ? await createTestDatabase() : undefined;
-      if (database) cleanup.push(() => database.drop());
-      await writeFile(
-        path.join(dir, 'config.json'),
-        JSON.stringify({
+      const env = await faultEnv(
+        db,
+        {
           relayers: [
             { id: RELAYER, name: 'Solana relayer', network: 'solana-local', network_type: 'solana', paused: false, signer_id: 'solana-key', policies: {} },
           ],
           signers: [localSigner('solana-key', key.file)],
           notifications: [],
           networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 100, is_testnet: true }],
-        }),
+        },
+        'faults-solana',
+        cleanup,
       );
-      const env = {
-        CONFIG_PATH: path.join(dir, 'config.json'),
-        DATA_DIR: dir,
-        INSTANCE_ID: 'faults-solana',
-        ...(database ? { DATABASE_URL: database.url } : {}),
-      };
       const balanceBefore = stub.svm.getBalance(relayer) ?? 0n;
 
       const armed = await startArmed(env, point);

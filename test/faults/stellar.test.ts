@@ -2,13 +2,10 @@
 // ends confirmed, sequence numbers stay contiguous, and each payment is applied on the chain (the
 // stand-in, which checks signatures and sequence numbers with the SDK) exactly once.
 import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startArmed } from '../support/crash.js';
+import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { databaseKinds } from '../support/postgres.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
 import { keystores, localSigner } from '../stellar/support.js';
 
@@ -70,32 +67,31 @@ async function setup(db: 'pglite' | 'postgres', cleanup: (() => Promise<unknown>
   const key = await keys.create('stellar');
   const relayer = Keypair.fromRawEd25519Seed(Buffer.from(key.seed));
   const dest = Keypair.random();
+  const user = Keypair.random();
   const stub = await startStellarRpc({
     networkPassphrase: PASSPHRASE,
     ledgerIntervalMs: 100,
     accounts: [
       { address: relayer.publicKey(), balance: 1_000n * XLM, sequence: START_SEQ },
       { address: dest.publicKey(), balance: 10n * XLM, sequence: 1n },
+      { address: user.publicKey(), balance: 10n * XLM, sequence: 4_000n },
     ],
   });
   cleanup.push(() => stub.stop());
-  const dir = await mkdtemp(path.join(tmpdir(), 'relayer-faults-'));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  const database = db === 'postgres' ? await createTestDatabase() : undefined;
-  if (database) cleanup.push(() => database.drop());
-  await writeFile(
-    path.join(dir, 'config.json'),
-    JSON.stringify({
+  const env = await faultEnv(
+    db,
+    {
       relayers: [
         { id: RELAYER, name: 'Stellar relayer', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'stellar-key', policies: {} },
       ],
       signers: [localSigner('stellar-key', key.file)],
       notifications: [],
       networks: [{ type: 'stellar', network: 'stellar-local', rpc_urls: [stub.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true }],
-    }),
+    },
+    'faults-stellar',
+    cleanup,
   );
-  const env = { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: 'faults-stellar', ...(database ? { DATABASE_URL: database.url } : {}) };
-  return { relayer, dest, stub, env };
+  return { relayer, dest, user, stub, env };
 }
 
 /** Sends `count` payments of distinct amounts (stroops); the ids answered 200, with their amounts. */
@@ -197,36 +193,60 @@ describe.each(await databaseKinds())('stellar: kill -9 at each crash point, then
     150_000,
   );
 
-  it('a transaction whose landing is past the RPC history is held and reported, never sent again', async () => {
-    const { relayer, dest, stub, env } = await setup(db, cleanup);
-    const destBefore = stub.account(dest.publicKey())!.balance;
-    const armed = await startArmed(env, 'stellar.send.broadcast');
-    cleanup.push(() => armed.kill());
-    const { accepted, done } = sendPayments(armed, dest.publicKey(), 1, 5_000);
-    await armed.crashed;
-    await done;
-    expect(accepted.size).toBe(1);
-    const [id] = accepted.keys();
-    // It was broadcast and applied; then the RPC's history moves past it while the service is down.
-    const until = Date.now() + 10_000;
-    while (stub.account(relayer.publicKey())!.sequence !== START_SEQ + 1n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + 5_000n);
-    stub.setRetention(5);
-    const past = stub.ledger().sequence + 10;
-    while (stub.ledger().sequence < past) await new Promise((r) => setTimeout(r, 50));
+  it.each([
+    { kind: 'its own payment', feeBump: false },
+    { kind: 'a fee-bumped user payment', feeBump: true },
+  ])(
+    '$kind, landed but past the RPC history at restart, is held and reported, never sent again',
+    async ({ feeBump }) => {
+      const { relayer, dest, user, stub, env } = await setup(db, cleanup);
+      const destBefore = stub.account(dest.publicKey())!.balance;
+      // The account whose sequence number the transaction uses.
+      const source = feeBump ? user : relayer;
+      const startSeq = stub.account(source.publicKey())!.sequence;
+      const armed = await startArmed(env, 'stellar.send.broadcast');
+      cleanup.push(() => armed.kill());
+      let id: string;
+      if (feeBump) {
+        const inner = new TransactionBuilder(new Account(user.publicKey(), startSeq.toString()), { fee: '100', networkPassphrase: PASSPHRASE })
+          .addOperation(Operation.payment({ destination: dest.publicKey(), asset: Asset.native(), amount: '0.0005' }))
+          .setTimeout(600)
+          .build();
+        inner.sign(user);
+        const res = await armed.request('POST', SEND_PATH, { network: 'stellar-local', transaction_xdr: inner.toXDR(), fee_bump: true, max_fee: 1_000 });
+        expect(res.status).toBe(200);
+        id = ((await res.json()) as any).data.id;
+      } else {
+        const { accepted, done } = sendPayments(armed, dest.publicKey(), 1, 5_000);
+        await done;
+        expect(accepted.size).toBe(1);
+        [id] = accepted.keys();
+      }
+      await armed.crashed;
+      // It was broadcast and applied; then the RPC's history moves past it while the service is down.
+      const until = Date.now() + 10_000;
+      while (stub.account(source.publicKey())!.sequence !== startSeq + 1n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + 5_000n);
+      stub.setRetention(5);
+      const past = stub.ledger().sequence + 10;
+      while (stub.ledger().sequence < past) await new Promise((r) => setTimeout(r, 50));
 
-    const instance = await startInstance(env);
-    cleanup.push(() => instance.stop());
-    // Its number is used on chain and nothing says by what: it keeps its number, is reported, and waits for a person.
-    const [row] = await waitRows(instance, (rs) => /left for a person to decide/.test(rs[0]?.status_reason ?? ''), 30_000);
-    expect(row).toMatchObject({ id, status: 'sent', sequence_number: String(START_SEQ + 1n), sent_at: expect.any(String) });
-    expect(row.status_reason).toMatch(/sequence number \d+ is used on chain .* but the transaction that used it was not found/);
-    expect(instance.output()).toMatch(/"level":40.*stellar sequence number used by an unknown transaction/);
-    await new Promise((r) => setTimeout(r, 2_000));
-    // Sent once: one payment, the account moved by one.
-    expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + 5_000n);
-    expect(stub.account(relayer.publicKey())!.sequence).toBe(START_SEQ + 1n);
-    expect(stub.applied().filter((a) => a.source === relayer.publicKey())).toHaveLength(1);
-    expect((await allRows(instance))[0]).toMatchObject({ status: 'sent', sequence_number: String(START_SEQ + 1n) });
-  }, 150_000);
+      const instance = await startInstance(env);
+      cleanup.push(() => instance.stop());
+      // Its number is used on chain and nothing says by what: it keeps its number, is reported, and waits for a person.
+      const [row] = await waitRows(instance, (rs) => /left for a person to decide/.test(rs[0]?.status_reason ?? ''), 30_000);
+      expect(row).toMatchObject({ id, status: 'sent', sequence_number: feeBump ? Number(startSeq + 1n) : String(startSeq + 1n), sent_at: expect.any(String) });
+      expect(row.status_reason).toMatch(/sequence number \d+ is used on chain .* but the transaction that used it was not found/);
+      expect(instance.output()).toMatch(/"level":40.*stellar sequence number used by an unknown transaction/);
+      const broadcasts = stub.calls.filter((m) => m === 'sendTransaction').length;
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(stub.calls.filter((m) => m === 'sendTransaction')).toHaveLength(broadcasts);
+      // Sent once: one payment, the account moved by one.
+      expect(stub.account(dest.publicKey())!.balance).toBe(destBefore + 5_000n);
+      expect(stub.account(source.publicKey())!.sequence).toBe(startSeq + 1n);
+      expect(stub.applied()).toHaveLength(1);
+      expect((await allRows(instance))[0]).toMatchObject({ status: 'sent' });
+    },
+    150_000,
+  );
 });

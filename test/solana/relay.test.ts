@@ -1,13 +1,12 @@
 // Solana relayers end to end: config file -> REST/GraphQL -> pipeline -> a local Solana RPC
 // stand-in on LiteSVM, which executes the transactions for real.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
 import { familyOf } from '../../src/core/transactions/family.js';
 import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/core/worker.js';
+import { startProxy } from '../support/rpc-proxy.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startSolanaRpc } from '../support/solana-rpc.js';
@@ -356,28 +355,13 @@ describe('solana relayer: blockhash expiry, step by step', () => {
 /** A JSON-RPC proxy to `target` that, while `lose` is set, forwards broadcasts but loses their answers (502). */
 async function lossyProxy(target: string) {
   const state = { lose: false, lost: 0 };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', async () => {
-      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      const text = await answer.text();
-      if (state.lose && body.includes('"sendTransaction"')) {
-        state.lost++;
-        return void res.writeHead(502).end('bad gateway');
-      }
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
-    });
+  const proxy = await startProxy(target, async (body, forward) => {
+    const answer = await forward();
+    if (!state.lose || !body.includes('"sendTransaction"')) return answer;
+    state.lost++;
+    return { status: 502, text: 'bad gateway' };
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    state,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { ...proxy, state };
 }
 
 describe('solana relayer: a broadcast whose answer is lost', () => {

@@ -1,4 +1,8 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { startInstance, type Instance } from './instance.js';
+import { createTestDatabase } from './postgres.js';
 
 /**
  * Starts the service as its own process with crash point `point` armed (src/lib/crash.ts) and
@@ -17,4 +21,23 @@ export async function startArmed(env: Record<string, string>, point: string, ms 
   });
   crashed.catch(() => {});
   return Object.assign(instance, { crashed });
+}
+
+/**
+ * The environment of a service under a fault test: `config` written to a temporary DATA_DIR, on
+ * PGlite or on a fresh PostgreSQL database (`db`), named `instanceId`. What it creates is undone
+ * by the functions it pushes onto `cleanup`.
+ */
+export async function faultEnv(
+  db: 'pglite' | 'postgres',
+  config: object,
+  instanceId: string,
+  cleanup: (() => Promise<unknown>)[],
+): Promise<Record<string, string>> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'relayer-faults-'));
+  cleanup.push(() => rm(dir, { recursive: true, force: true }));
+  const database = db === 'postgres' ? await createTestDatabase() : undefined;
+  if (database) cleanup.push(() => database.drop());
+  await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
+  return { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: instanceId, ...(database ? { DATABASE_URL: database.url } : {}) };
 }

@@ -4,7 +4,7 @@ import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoTy
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import { freeNonceOfFinal, type TransactionPatch } from '../../core/transactions/store.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
@@ -56,6 +56,11 @@ interface StellarState {
    * any of them may be the one on chain, so all are looked up.
    */
   signings?: { hash: string; sequence: string }[];
+  /**
+   * Why it is held: its sequence number was used on chain by a transaction not found. Nothing is
+   * broadcast while it is held; it is only looked at again, for proof either way.
+   */
+  held?: string;
   /** Published as the record's network fields (REST, webhooks, GraphQL networkData). */
   public: Record<string, unknown>;
 }
@@ -235,6 +240,9 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
       return;
     case 'rejected': {
       if (outcome.code === 'tx_bad_seq' && tx.nonce !== null) return reconcileSequence(rt, c, tx, state);
+      if (tx.nonce === null && (outcome.code === 'tx_bad_seq' || /inner tx_bad_seq/.test(outcome.reason))) {
+        return reconcileForeignSequence(rt, c, tx, state, outcome.reason);
+      }
       // A refusal now says nothing about an earlier broadcast whose answer was lost, nor about an
       // earlier signing: look for every one of them on chain first.
       const look = await lookUpStellarTxs(c.rpc, signingsOf(tx, state));
@@ -250,7 +258,7 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
 
 /** Records the signing the chain applied as the transaction's, with its result. */
 async function recordLanded(rt: Runtime, _c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
-  const at = landed.hash === state.hash ? state : { ...state, hash: landed.hash };
+  const at = { ...state, hash: landed.hash, held: undefined };
   if (landed.status === 'confirmed') {
     await saveStep(
       rt,
@@ -368,7 +376,8 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
       (t) => !FINAL_STATUSES.has(t.status),
     );
   const move = nextSequenceMove({ n, chainSequence, attribution, counter, openBelow });
-  const retry = () => saveStep(rt, tx, { chainState: asJson({ ...state, accepted: false }) }, c.pollMs);
+  const retry = () =>
+    saveStep(rt, tx, { statusReason: state.held ? null : undefined, chainState: asJson({ ...state, accepted: false, held: undefined }) }, c.pollMs);
   switch (move.kind) {
     case 'landed': {
       // Found by the search (getTransaction no longer knows it): its record there is the result.
@@ -377,15 +386,8 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
       const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
       return recordLanded(rt, c, tx, state, { hash: move.hash, status: 'failed', ledger: r.ledger, code, reason });
     }
-    case 'hold': {
-      const reason = `${move.reason}; it is not sent again with another number without proof that it did not land: left for a person to decide`;
-      rt.log.warn(
-        { transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() },
-        `stellar sequence number used by an unknown transaction: ${reason}`,
-      );
-      await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false }) }, HOLD_MS);
-      return;
-    }
+    case 'hold':
+      return hold(rt, c, tx, state, `${move.reason}; it is not sent again with another number without proof that it did not land`, n, chainSequence);
     case 'retry':
       await retry();
       return;
@@ -394,6 +396,54 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
       return resequence(rt, c, tx, state, move.target, 'up', retry);
     case 'down':
       return resequence(rt, c, tx, state, move.target, 'down', retry);
+  }
+}
+
+/** Keeps the transaction as it is and reports it: what used its sequence number is not known. */
+async function hold(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState, why: string, n: bigint, chainSequence: bigint): Promise<void> {
+  const reason = `${why}: left for a person to decide`;
+  rt.log.warn(
+    { transactionId: tx.id, relayerId: c.relayer.id, sequence: n.toString(), chainSequence: chainSequence.toString() },
+    `stellar sequence number used by an unknown transaction: ${reason}`,
+  );
+  await saveStep(rt, tx, { statusReason: reason, chainState: asJson({ ...state, accepted: false, held: reason }) }, HOLD_MS);
+}
+
+/**
+ * A fee bump the network refused because the inner transaction's sequence number (its source's,
+ * not the relayer's) is not the next one. When that number is used on chain, what used it decides:
+ * the inner transaction itself (in this or any other envelope) landed; another transaction means
+ * it never can; nothing found proves nothing, so it is held and reported.
+ */
+async function reconcileForeignSequence(rt: Runtime, c: Ctx, tx: Transaction, state: StellarState, refusal: string): Promise<void> {
+  const { inner } = innerOf(state.envelope, c.passphrase);
+  const n = BigInt(inner.sequence);
+  const signings = signingsOf(tx, state);
+  const look = await lookUpStellarTxs(c.rpc, signings);
+  if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+  const account = await c.rpc.getAccount(inner.source);
+  const chainSequence = account?.sequence ?? 0n;
+  const recorded =
+    account && n <= chainSequence
+      ? await findAtSequence(c.rpc, c.passphrase, {
+          account: inner.source,
+          n,
+          fromLedger: searchFrom(c, tx, look.latestLedger),
+          oldestLedger: look.oldestLedger,
+        })
+      : null;
+  const a = attributeSequence({ n, chainSequence, recorded, signings: [...signings, inner.hash().toString('hex')] });
+  switch (a.kind) {
+    case 'ours': {
+      const r = recorded!;
+      if (r.status === 'SUCCESS') return recordLanded(rt, c, tx, state, { hash: a.hash, status: 'confirmed', ledger: r.ledger });
+      const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
+      return recordLanded(rt, c, tx, state, { hash: a.hash, status: 'failed', ledger: r.ledger, code, reason });
+    }
+    case 'unproven':
+      return hold(rt, c, tx, state, `${a.reason} (the inner transaction's source ${inner.source})`, n, chainSequence);
+    default:
+      await saveStep(rt, tx, { status: 'failed', statusReason: `rejected by the network: ${explain(refusal)}` }, null);
   }
 }
 
@@ -439,8 +489,7 @@ async function resequence(
     if (taken !== 1) return void (await retry());
   } else {
     // The rows at the target that ended without using it give it up (their records keep sequence_number).
-    await rt.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
-      WHERE relayer_id = ${relayerId} AND nonce = ${target} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
+    await freeNonceOfFinal(rt, relayerId, target);
   }
   let saved: Transaction | null;
   try {
@@ -506,6 +555,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     const c = contextOf(rt, relayer);
     const state = tx.chainState as unknown as StellarState | null;
     if (!state?.envelope) return signStep(rt, c, tx);
+    if (state.held) return tx.nonce === null ? reconcileForeignSequence(rt, c, tx, state, 'tx_bad_seq') : reconcileSequence(rt, c, tx, state);
     if (!state.accepted) return sendStep(rt, c, tx, state);
     return checkStep(rt, c, tx, state);
   },

@@ -161,6 +161,12 @@ export async function moveToNewNonce(rt: Runtime, tx: Transaction, atLeast: bigi
 
 class LeaseLost extends Error {}
 
+/** Final rows of the relayer at `nonce` give it up (a row that ended without using its number frees it for another). */
+export async function freeNonceOfFinal(rt: Runtime, relayerId: string, nonce: bigint): Promise<void> {
+  await rt.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
+    WHERE relayer_id = ${relayerId} AND nonce = ${nonce} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
+}
+
 export function publishTransaction(rt: Runtime, tx: Transaction) {
   rt.pubsub.publish('transaction:relayer', tx.relayerId, tx);
   rt.pubsub.publish('transaction:id', tx.id, tx);
