@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEvents } from '../../src/core/pubsub.js';
 import { redisBucket } from '../../src/lib/redis-bucket.js';
@@ -36,6 +37,34 @@ describe.runIf(await redisReachable())('shared through Redis', () => {
     one.publish('transaction:id', id, row as never);
     const { value } = await next;
     expect(value).toEqual(row);
+    await iterator.return?.();
+  });
+});
+
+describe('while Redis cannot be reached', () => {
+  // Clients to a port where nothing listens, never connected: as after Redis went away.
+  const offline = () => {
+    const c = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  };
+
+  it("the rate limit takes from the instance's own bucket of the same size", async () => {
+    const bucket = redisBucket(offline(), 1, 2);
+    expect([await bucket.take('caller'), await bucket.take('caller')]).toEqual([0, 0]);
+    expect(await bucket.take('caller')).toBeGreaterThan(0);
+    expect(await bucket.take('someone-else')).toBe(0);
+  });
+
+  it("live events reach this instance's subscribers, and publishing does not throw", async () => {
+    const events = createEvents({ publish: offline(), subscribe: offline() });
+    const id = randomUUID();
+    const iterator = events.subscribe('transaction:id', id)[Symbol.asyncIterator]();
+    const next = iterator.next();
+    await new Promise((r) => setTimeout(r, 20));
+    events.publish('transaction:id', id, { id, nonce: 5n } as never);
+    expect((await next).value).toEqual({ id, nonce: 5n });
     await iterator.return?.();
   });
 });
