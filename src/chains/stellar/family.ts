@@ -246,7 +246,7 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
       // A refusal now says nothing about an earlier broadcast whose answer was lost, nor about an
       // earlier signing: look for every one of them on chain first.
       const look = await lookUpStellarTxs(c.rpc, signingsOf(tx, state));
-      if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+      if (look.landed) return recordLanded(rt, tx, state, look.landed);
       if (outcome.code === 'tx_too_late') {
         await saveStep(rt, tx, { status: 'expired', statusReason: `not included before its time bound: ${explain(outcome.reason)}` }, null);
         return;
@@ -257,7 +257,14 @@ async function afterSend(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
 }
 
 /** Records the signing the chain applied as the transaction's, with its result. */
-async function recordLanded(rt: Runtime, _c: Ctx, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
+/** A transaction of ours found at its sequence number by the history search: its record there is the result. */
+function recordFound(rt: Runtime, tx: Transaction, state: StellarState, hash: string, r: FoundAtSequence): Promise<void> {
+  if (r.status === 'SUCCESS') return recordLanded(rt, tx, state, { hash, status: 'confirmed', ledger: r.ledger });
+  const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
+  return recordLanded(rt, tx, state, { hash, status: 'failed', ledger: r.ledger, code, reason });
+}
+
+async function recordLanded(rt: Runtime, tx: Transaction, state: StellarState, landed: NonNullable<StellarLookUp['landed']>): Promise<void> {
   const at = { ...state, hash: landed.hash, held: undefined };
   if (landed.status === 'confirmed') {
     await saveStep(
@@ -292,7 +299,7 @@ async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: StellarSta
   // The current envelope first (the one most likely to land), then every earlier signing.
   const hashes = [state.hash.toLowerCase(), ...signingsOf(tx, state).filter((h) => h !== state.hash.toLowerCase())];
   const look = await lookUpStellarTxs(c.rpc, hashes);
-  if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+  if (look.landed) return recordLanded(rt, tx, state, look.landed);
   const deadlineSeconds = Math.floor(Date.parse(deadline) / 1000);
   if (look.latestLedgerCloseTime > deadlineSeconds && tx.nonce !== null) {
     // Not found is no proof by itself (the RPC keeps a limited history): when its number is used
@@ -360,7 +367,7 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
   let recorded: FoundAtSequence | null = null;
   if (n <= chainSequence) {
     const look = await lookUpStellarTxs(c.rpc, signings);
-    if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+    if (look.landed) return recordLanded(rt, tx, state, look.landed);
     recorded = await findAtSequence(c.rpc, c.passphrase, {
       account: c.relayer.address,
       n,
@@ -379,13 +386,9 @@ async function reconcileSequence(rt: Runtime, c: Ctx, tx: Transaction, state: St
   const retry = () =>
     saveStep(rt, tx, { statusReason: state.held ? null : undefined, chainState: asJson({ ...state, accepted: false, held: undefined }) }, c.pollMs);
   switch (move.kind) {
-    case 'landed': {
+    case 'landed':
       // Found by the search (getTransaction no longer knows it): its record there is the result.
-      const r = recorded!;
-      if (r.status === 'SUCCESS') return recordLanded(rt, c, tx, state, { hash: move.hash, status: 'confirmed', ledger: r.ledger });
-      const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
-      return recordLanded(rt, c, tx, state, { hash: move.hash, status: 'failed', ledger: r.ledger, code, reason });
-    }
+      return recordFound(rt, tx, state, move.hash, recorded!);
     case 'hold':
       return hold(rt, c, tx, state, `${move.reason}; it is not sent again with another number without proof that it did not land`, n, chainSequence);
     case 'retry':
@@ -420,7 +423,7 @@ async function reconcileForeignSequence(rt: Runtime, c: Ctx, tx: Transaction, st
   const n = BigInt(inner.sequence);
   const signings = signingsOf(tx, state);
   const look = await lookUpStellarTxs(c.rpc, signings);
-  if (look.landed) return recordLanded(rt, c, tx, state, look.landed);
+  if (look.landed) return recordLanded(rt, tx, state, look.landed);
   const account = await c.rpc.getAccount(inner.source);
   const chainSequence = account?.sequence ?? 0n;
   const recorded =
@@ -434,12 +437,8 @@ async function reconcileForeignSequence(rt: Runtime, c: Ctx, tx: Transaction, st
       : null;
   const a = attributeSequence({ n, chainSequence, recorded, signings: [...signings, inner.hash().toString('hex')] });
   switch (a.kind) {
-    case 'ours': {
-      const r = recorded!;
-      if (r.status === 'SUCCESS') return recordLanded(rt, c, tx, state, { hash: a.hash, status: 'confirmed', ledger: r.ledger });
-      const { code, reason } = r.resultXdr ? describeTransactionResult(r.resultXdr) : { code: 'unknown', reason: 'failed' };
-      return recordLanded(rt, c, tx, state, { hash: a.hash, status: 'failed', ledger: r.ledger, code, reason });
-    }
+    case 'ours':
+      return recordFound(rt, tx, state, a.hash, recorded!);
     case 'unproven':
       return hold(rt, c, tx, state, `${a.reason} (the inner transaction's source ${inner.source})`, n, chainSequence);
     default:
