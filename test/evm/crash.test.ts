@@ -4,26 +4,12 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
 import { startProxy } from '../support/rpc-proxy.js';
-import { startInstance, type Instance } from '../support/instance.js';
+import { allTransactions, startInstance } from '../support/instance.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
 import { RECEIVER, rpc } from './helpers.js';
 
 const SEND_PATH = '/api/v1/relayers/evm-relayer/transactions';
-const LIST = `query L($page: Int) { relayerTransactions(relayerId: "evm-relayer", page: $page, perPage: 100) {
-  items { id status statusReason nonce hash value } pagination { totalItems } } }`;
-
-async function allTransactions(instance: Instance) {
-  const out: any[] = [];
-  for (let page = 1; ; page++) {
-    const res = await instance.request('POST', '/graphql', { query: LIST, variables: { page } });
-    const body = (await res.json()) as any;
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    out.push(...body.data.relayerTransactions.items);
-    if (out.length >= body.data.relayerTransactions.pagination.totalItems) return out;
-  }
-}
-
 describe.each(await databaseKinds())('kill -9 at any moment (%s)', (db) => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterAll(async () => {

@@ -10,15 +10,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
 import { rpc } from '../evm/helpers.js';
 import { startChaosProxy, type ChaosProxy } from '../support/chaos-proxy.js';
-import { startInstance, type Instance } from '../support/instance.js';
+import { allTransactions, startInstance } from '../support/instance.js';
 import { startPostgresServer } from '../support/pg-server.js';
 import { startRedisServer } from '../support/redis-server.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
 
 const SEND_PATH = '/api/v1/relayers/evm-relayer/transactions';
 const FINAL = ['confirmed', 'failed', 'expired', 'canceled'];
-const LIST = `query L($page: Int) { relayerTransactions(relayerId: "evm-relayer", page: $page, perPage: 100) {
-  items { id status statusReason nonce hash value } pagination { totalItems } } }`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -65,18 +63,6 @@ async function sendOne(s: Setup) {
   const body = (await res.json()) as any;
   if (res.status === 200) s.accepted.set(body.data.id, value);
   return { status: res.status, body };
-}
-
-async function allTransactions(instance: Instance) {
-  const out: any[] = [];
-  for (let page = 1; page <= 100; page++) {
-    const res = await instance.request('POST', '/graphql', { query: LIST, variables: { page } });
-    const body = (await res.json()) as any;
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    out.push(...body.data.relayerTransactions.items);
-    if (out.length >= body.data.relayerTransactions.pagination.totalItems) break;
-  }
-  return out;
 }
 
 async function waitAllFinal(s: Setup, ms: number) {

@@ -63,3 +63,20 @@ export async function startInstance(env: Record<string, string>): Promise<Instan
     },
   };
 }
+
+const LIST = `query L($relayerId: ID!, $page: Int) { relayerTransactions(relayerId: $relayerId, page: $page, perPage: 100) {
+  items { id status statusReason nonce hash value to } pagination { totalItems } } }`;
+
+/** Every transaction of the relayer, read page by page through GraphQL (the order the list gives). */
+export async function allTransactions(instance: Instance, relayerId = 'evm-relayer'): Promise<any[]> {
+  const out: any[] = [];
+  for (let page = 1; page <= 10_000; page++) {
+    const res = await instance.request('POST', '/graphql', { query: LIST, variables: { relayerId, page } });
+    const body = (await res.json()) as any;
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    const { items, pagination } = body.data.relayerTransactions;
+    out.push(...items);
+    if (out.length >= pagination.totalItems || items.length === 0) break;
+  }
+  return out;
+}

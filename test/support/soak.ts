@@ -10,7 +10,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
 import { seededRandom, startChaosProxy, type ChaosProxy, type Fault, type FaultMix } from './chaos-proxy.js';
-import { startInstance, type Instance } from './instance.js';
+import { allTransactions, startInstance } from './instance.js';
 import { DEV_ADDRESS, evmConfig } from './service.js';
 
 export interface SoakOptions {
@@ -58,9 +58,6 @@ export interface SoakResult {
 
 const SEND_PATH = '/api/v1/relayers/evm-relayer/transactions';
 const FINAL = ['confirmed', 'failed', 'expired', 'canceled'];
-const LIST = `query L($page: Int) { relayerTransactions(relayerId: "evm-relayer", page: $page, perPage: 100) {
-  items { id status statusReason nonce hash value to } pagination { totalItems } } }`;
-
 export const DEFAULT_MIX: FaultMix = { drop: 0.05, delay: 0.15, duplicate: 0.1, lose: 0.08, hang: 0.005, garbage: 0.03 };
 
 async function nodeRpc<T = any>(url: string, method: string, params: unknown[] = []): Promise<T> {
@@ -88,18 +85,6 @@ async function nodeBatch(url: string, calls: { method: string; params: unknown[]
     if (!a || a.error) throw new Error(`batch call ${i}: ${a?.error?.message ?? 'no answer'}`);
     return a.result;
   });
-}
-
-async function allTransactions(instance: Instance) {
-  const out: any[] = [];
-  for (let page = 1; page <= 10_000; page++) {
-    const res = await instance.request('POST', '/graphql', { query: LIST, variables: { page } });
-    const body = (await res.json()) as any;
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    out.push(...body.data.relayerTransactions.items);
-    if (out.length >= body.data.relayerTransactions.pagination.totalItems || body.data.relayerTransactions.items.length === 0) break;
-  }
-  return out;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
