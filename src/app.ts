@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
 import type { Context } from './api/graphql/context.js';
 import { maskError } from './api/graphql/errors.js';
-import { limitsPlugin } from './api/graphql/limits.js';
-import { callerKey } from './api/graphql/rate-limit.js';
+import { bodyWithin, limitsPlugin, tooLarge } from './api/graphql/limits.js';
+import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { schema } from './api/graphql/schema.js';
 import { authenticate } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
@@ -28,7 +28,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
-    plugins: [limitsPlugin(rt.env.graphqlLimits)],
+    plugins: [limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status)],
     maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
@@ -51,7 +51,9 @@ export function createApp(rt: Runtime, apiKey: string): App {
         : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
     const caller = token ? callerKey(token) : 'anonymous';
-    return isGraphQL ? yoga.handleRequest(request, { requestId, caller }) : rest.handle(request, { requestId, caller });
+    if (!isGraphQL) return rest.handle(request, { requestId, caller });
+    const bounded = await bodyWithin(request);
+    return bounded ? yoga.handleRequest(bounded, { requestId, caller }) : tooLarge();
   }
 
   return {
