@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
 import type { Context } from './api/graphql/context.js';
 import { maskError } from './api/graphql/errors.js';
+import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
 import { bodyWithin, limitsPlugin, tooLarge } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { schema } from './api/graphql/schema.js';
@@ -23,6 +24,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
     graphqlEndpoint: '/graphql',
     landingPage: false,
     logging: false,
+    renderGraphiQL,
     graphiql: {
       title: 'Relayer GraphQL',
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
@@ -39,6 +41,10 @@ export function createApp(rt: Runtime, apiKey: string): App {
     if (pathname === '/v1/health' || pathname === '/v1/health/') {
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
+    if (request.method === 'GET') {
+      const asset = await graphiqlAsset(pathname);
+      if (asset) return asset;
+    }
     const isGraphQL = pathname === '/graphql';
     const isRest = pathname.startsWith('/api/v1');
     if (!isGraphQL && !isRest) return rest.notFound();
@@ -53,7 +59,10 @@ export function createApp(rt: Runtime, apiKey: string): App {
     const caller = token ? callerKey(token) : 'anonymous';
     if (!isGraphQL) return rest.handle(request, { requestId, caller });
     const bounded = await bodyWithin(request);
-    return bounded ? yoga.handleRequest(bounded, { requestId, caller }) : tooLarge();
+    if (!bounded) return tooLarge();
+    const response = await yoga.handleRequest(bounded, { requestId, caller });
+    if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
+    return response;
   }
 
   return {
