@@ -83,10 +83,21 @@ describe('GraphQL cost limits over HTTP', () => {
 
   it('refuses a deep document (the nested relayer/notification loop) with a 400 naming the depth limit', async () => {
     await refused(svc, nested(limits.depth), /^Syntax Error: Query depth limit of 8 exceeded, found 10\.$/m);
-    // The deepest the limit allows still runs.
-    const ok = await svc.gql(nested(limits.depth - 2));
-    expect(ok.errors).toBeUndefined();
-    expect(ok.data.relayer.notification).toBeNull();
+    // The deepest the limit allows still runs, its answer bounded: with the three relayers on one
+    // notification, relayers³ = 27 relayers at the bottom (the issue's loop grew without bound).
+    const created = await svc.gql('mutation { createNotification(input: { id: "hook", url: "https://example.com/hook" }) { id } }');
+    expect(created.errors).toBeUndefined();
+    for (const id of ['evm-relayer', 'solana-relayer', 'stellar-relayer']) {
+      expect((await svc.gql(`mutation { updateRelayer(id: "${id}", input: { notificationId: "hook" }) { id } }`)).errors).toBeUndefined();
+    }
+    const res = await svc.request('POST', '/graphql', { query: nested(limits.depth - 2) });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    const { data } = JSON.parse(text);
+    const bottom = data.relayer.notification.relayers.flatMap((r: any) => r.notification.relayers).flatMap((r: any) => r.notification.relayers);
+    expect(bottom).toHaveLength(27);
+    expect(new Set(bottom.map((r: { id: string }) => r.id))).toEqual(new Set(['evm-relayer', 'solana-relayer', 'stellar-relayer']));
+    expect(text.length).toBeLessThan(5_000);
   });
 
   it('refuses many aliases (aliased list reads) with a 400 naming the alias limit', async () => {
