@@ -213,13 +213,26 @@ describe('aliases against the rate limit', () => {
     expect((await svc.request('POST', '/graphql', { query: list(1) })).status).toBe(429);
   });
 
-  it('150 aliased sendTransaction in one request with a spent budget: refused with the envelope, nothing stored', async () => {
+  it('refuses an operation with more rate-limited fields than the bucket holds with a 400: waiting would not help', async () => {
+    const res = await svc.request('POST', '/graphql', { query: list(BURST + 1) });
+    expect(res.status).toBe(400);
+    expect((await res.json()).errors[0].extensions).toEqual({
+      code: 'BAD_REQUEST',
+      detail: `the operation runs 41 rate-limited fields; at most 40 (RATE_LIMIT_BURST_SIZE) fit in one operation`,
+    });
+  });
+
+  it('aliased sendTransaction with a spent budget: refused with the envelope, nothing stored', async () => {
     const before = await stored();
-    const res = await svc.request('POST', '/graphql', { query: sends(150) });
+    const res = await svc.request('POST', '/graphql', { query: sends(20) });
     expect(res.status).toBe(429);
     const body = await res.json();
     expect(body.data).toBeUndefined();
     expect(body.errors).toEqual([expect.objectContaining({ message: 'Too Many Requests', extensions: { code: 'RATE_LIMITED' } })]);
+    // 150 aliases could never fit in this bucket of 40.
+    const many = await svc.request('POST', '/graphql', { query: sends(150) });
+    expect(many.status).toBe(400);
+    expect((await many.json()).errors[0].extensions.detail).toMatch(/runs 150 rate-limited fields; at most 40/);
     expect(await stored()).toBe(before);
     // The REST send route shares the budget.
     const rest = await svc.request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: 1 });

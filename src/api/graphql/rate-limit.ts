@@ -4,7 +4,7 @@ import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type G
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
-import { rateLimited } from './errors.js';
+import { AppError, rateLimited } from './errors.js';
 
 /**
  * Marks a field as drawing on the caller's request budget (spec 4.1-4.3). Every marked field
@@ -67,6 +67,17 @@ export function rateLimitPlugin(status: number): Plugin<Context> {
       const ctx = args.contextValue as Context;
       const count = rateLimitedRootFields(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown> | undefined);
       if (!count) return;
+      const { burst } = ctx.rt.env.rateLimit;
+      if (count > burst) {
+        // Would never fit in the bucket: waiting cannot help, so not a 429.
+        const error = new AppError(
+          'BAD_REQUEST',
+          'Bad Request',
+          `the operation runs ${count} rate-limited fields; at most ${burst} (RATE_LIMIT_BURST_SIZE) fit in one operation`,
+        );
+        Object.assign(error.extensions, { http: { status: 400 } });
+        return setResultAndStopExecution({ errors: [error] });
+      }
       const wait = await ctx.rt.rateLimit.take(ctx.caller, count);
       if (wait <= 0) return;
       // Ends before error masking, which sets the HTTP status of the other errors.
