@@ -79,6 +79,15 @@ describe('pages in a browser with no internet access', () => {
     await page.keyboard.insertText(JSON.stringify({ Authorization: `Bearer ${API_KEY}` }));
     await expect.poll(() => headers.innerText(), { timeout: 10_000 }).toContain(API_KEY.slice(0, 20));
 
+    // The schema, fetched again with the key: GraphiQL's introspection query passes the cost limits.
+    const introspection = page.waitForResponse((r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('__schema'));
+    await page.getByRole('button', { name: /Re-fetch GraphQL schema/i }).click();
+    const schemaResponse = await introspection;
+    expect(schemaResponse.status()).toBe(200);
+    const schemaBody = await schemaResponse.json();
+    expect(schemaBody.errors).toBeUndefined();
+    expect(schemaBody.data.__schema.queryType.name).toBe('Query');
+
     // The query editor holds the default query (the relayers with their last transactions): run it.
     await page.getByRole('button', { name: /Execute query/ }).click();
     const result = page.locator('.graphiql-response');
