@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
 import type { Context } from './api/graphql/context.js';
 import { maskError } from './api/graphql/errors.js';
-import { callerKey } from './api/graphql/rate-limit.js';
+import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
+import { bodyWithin, limitsPlugin, tooLarge } from './api/graphql/limits.js';
+import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { schema } from './api/graphql/schema.js';
 import { authenticate } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
@@ -22,11 +24,13 @@ export function createApp(rt: Runtime, apiKey: string): App {
     graphqlEndpoint: '/graphql',
     landingPage: false,
     logging: false,
+    renderGraphiQL,
     graphiql: {
       title: 'Relayer GraphQL',
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
+    plugins: [limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status)],
     maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
@@ -36,6 +40,10 @@ export function createApp(rt: Runtime, apiKey: string): App {
     const { pathname } = new URL(request.url);
     if (pathname === '/v1/health' || pathname === '/v1/health/') {
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+    }
+    if (request.method === 'GET') {
+      const asset = await graphiqlAsset(pathname);
+      if (asset) return asset;
     }
     const isGraphQL = pathname === '/graphql';
     const isRest = pathname.startsWith('/api/v1');
@@ -49,7 +57,12 @@ export function createApp(rt: Runtime, apiKey: string): App {
         : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
     const caller = token ? callerKey(token) : 'anonymous';
-    return isGraphQL ? yoga.handleRequest(request, { requestId, caller }) : rest.handle(request, { requestId, caller });
+    if (!isGraphQL) return rest.handle(request, { requestId, caller });
+    const bounded = await bodyWithin(request);
+    if (!bounded) return tooLarge();
+    const response = await yoga.handleRequest(bounded, { requestId, caller });
+    if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
+    return response;
   }
 
   return {

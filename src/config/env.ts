@@ -28,6 +28,12 @@ const schema = z.object({
   WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(1_000),
   WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().positive().default(600_000),
   WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
+  GRAPHQL_MAX_DEPTH: z.coerce.number().int().positive().default(8),
+  GRAPHQL_MAX_ALIASES: z.coerce.number().int().min(0).default(15),
+  GRAPHQL_MAX_DIRECTIVES: z.coerce.number().int().min(0).default(50),
+  GRAPHQL_MAX_TOKENS: z.coerce.number().int().positive().default(1000),
+  GRAPHQL_MAX_COST: z.coerce.number().int().positive().default(1000),
+  GRAPHQL_MAX_BYTES: z.coerce.number().int().positive().default(65_536),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
@@ -47,11 +53,23 @@ export type Env = {
   rateLimit: { perSecond: number; burst: number };
   /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
   webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
+  graphqlLimits: GraphQLLimits;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
   /** Fault injection for tests only (src/lib/crash.ts). */
   crashAt?: string;
 };
+
+/** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */
+export interface GraphQLLimits {
+  depth: number;
+  aliases: number;
+  directives: number;
+  tokens: number;
+  cost: number;
+  /** Size of the document text (variables excluded) in bytes. */
+  bytes: number;
+}
 
 export class EnvError extends Error {}
 
@@ -82,6 +100,14 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       retryMaxDelayMs: e.WEBHOOK_RETRY_MAX_DELAY_MS,
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+    },
+    graphqlLimits: {
+      depth: e.GRAPHQL_MAX_DEPTH,
+      aliases: e.GRAPHQL_MAX_ALIASES,
+      directives: e.GRAPHQL_MAX_DIRECTIVES,
+      tokens: e.GRAPHQL_MAX_TOKENS,
+      cost: e.GRAPHQL_MAX_COST,
+      bytes: e.GRAPHQL_MAX_BYTES,
     },
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,

@@ -6,6 +6,7 @@ const TAKE = `
 local key = KEYS[1]
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local count = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local state = redis.call('HMGET', key, 'tokens', 'at')
@@ -13,10 +14,10 @@ local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
 local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
+if tokens >= count then
+  tokens = tokens - count
 else
-  wait = math.ceil((1 - tokens) * 1000 / rate)
+  wait = math.ceil((count - tokens) * 1000 / rate)
 end
 redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
@@ -37,14 +38,14 @@ export function redisBucket(
   onFallback: (err: unknown) => void = () => {},
 ): Bucket {
   return {
-    async take(key) {
+    async take(key, count = 1) {
       // Not connected: do not wait in the client's offline queue for a Redis that may be gone for good.
-      if (redis.status !== 'ready') return fallback.take(key);
+      if (redis.status !== 'ready') return fallback.take(key, count);
       try {
-        return Number(await redis.eval(TAKE, 1, prefix + key, String(perSecond), String(burst)));
+        return Number(await redis.eval(TAKE, 1, prefix + key, String(perSecond), String(burst), String(count)));
       } catch (err) {
         onFallback(err);
-        return fallback.take(key);
+        return fallback.take(key, count);
       }
     },
   };

@@ -26,6 +26,17 @@ describe.runIf(await redisReachable())('shared through Redis', () => {
     expect(await a.take('someone-else')).toBe(0);
   });
 
+  it('takes several tokens at once, all or none (the aliases of one operation)', async () => {
+    const prefix = `relayer:test:${randomUUID()}:`;
+    // A refill of one token every 1,000 s: nothing comes back during the test.
+    const bucket = redisBucket(await connect(), 0.001, 10, prefix);
+    expect(await bucket.take('caller', 7)).toBe(0);
+    const wait = await bucket.take('caller', 4);
+    expect(wait).toBeGreaterThan(900_000);
+    expect(await bucket.take('caller', 3)).toBe(0);
+    expect(await bucket.take('caller')).toBeGreaterThan(0);
+  });
+
   it('live events reach subscribers of another instance with their bigint and date fields intact', async () => {
     const one = createEvents({ publish: await connect(), subscribe: await connect() });
     const two = createEvents({ publish: await connect(), subscribe: await connect() });
@@ -55,6 +66,9 @@ describe('while Redis cannot be reached', () => {
     expect([await bucket.take('caller'), await bucket.take('caller')]).toEqual([0, 0]);
     expect(await bucket.take('caller')).toBeGreaterThan(0);
     expect(await bucket.take('someone-else')).toBe(0);
+    // The local bucket takes several at once too, all or none.
+    expect(await bucket.take('third', 3)).toBeGreaterThan(0);
+    expect(await bucket.take('third', 2)).toBe(0);
   });
 
   it("live events reach this instance's subscribers, and publishing does not throw", async () => {

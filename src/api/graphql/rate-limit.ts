@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
+import { collectFields, getDirective } from '@graphql-tools/utils';
+import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLSchema, Kind } from 'graphql';
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
+import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
-import { rateLimited } from './errors.js';
+import { AppError, rateLimited } from './errors.js';
 
 /**
  * Marks a field as drawing on the caller's request budget (spec 4.1-4.3). Every marked field
@@ -16,12 +19,71 @@ export function rateLimitTransformer() {
   // The directive only marks the fields and wraps their resolvers: the token is taken from the
   // request's own runtime (ctx.rt.rateLimit) in the points calculator, so one schema serves every
   // runtime in the process (tests run several) without a registry of buckets. Returning 0 points
-  // leaves the directive's own limiter unused.
+  // leaves the directive's own limiter unused. Root fields are paid for before execution
+  // (rateLimitPlugin); a marked field below the root (a relayer's transactions) takes a token each
+  // time it resolves, once per item of the list it is in.
   return rateLimitDirective<Context>({
-    pointsCalculator: async (_args, _source, _fieldArgs, ctx) => {
+    pointsCalculator: async (_args, _source, _fieldArgs, ctx, info) => {
+      if (!info.path.prev) return 0;
       const wait = await ctx.rt.rateLimit.take(ctx.caller);
       if (wait > 0) throw rateLimited(wait / 1000);
       return 0;
     },
   });
+}
+
+/**
+ * How many rate-limited root fields the operation runs: each alias is one (`a: sendTransaction …
+ * b: sendTransaction …` is two), fields skipped by @skip/@include are none.
+ */
+export function rateLimitedRootFields(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName?: string | null,
+  variables?: Record<string, unknown> | null,
+): number {
+  const operation = getOperationAST(document, operationName);
+  const root = operation && schema.getRootType(operation.operation);
+  if (!operation || !root || operation.operation === 'subscription') return 0;
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
+  let count = 0;
+  for (const nodes of collectFields(schema, fragments, variables ?? {}, root, operation.selectionSet).fields.values()) {
+    const field = root.getFields()[nodes[0].name.value];
+    if (field && getDirective(schema, field, 'rateLimit')?.length) count++;
+  }
+  return count;
+}
+
+/**
+ * Takes the tokens of every rate-limited root field of an operation at once, before it runs: an
+ * operation whose aliases ask for more than the caller has left runs none of them (no mutation is
+ * half done) and answers Too Many Requests. Applies to both surfaces (the REST adapter executes
+ * through the same envelop pipeline). `status` is the HTTP status of Too Many Requests.
+ */
+export function rateLimitPlugin(status: number): Plugin<Context> {
+  return {
+    async onExecute({ args, setResultAndStopExecution }) {
+      const ctx = args.contextValue as Context;
+      const count = rateLimitedRootFields(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown> | undefined);
+      if (!count) return;
+      const { burst } = ctx.rt.env.rateLimit;
+      if (count > burst) {
+        // Would never fit in the bucket: waiting cannot help, so not a 429.
+        const error = new AppError(
+          'BAD_REQUEST',
+          'Bad Request',
+          `the operation runs ${count} rate-limited fields; at most ${burst} (RATE_LIMIT_BURST_SIZE) fit in one operation`,
+        );
+        Object.assign(error.extensions, { http: { status: 400 } });
+        return setResultAndStopExecution({ errors: [error] });
+      }
+      const wait = await ctx.rt.rateLimit.take(ctx.caller, count);
+      if (wait <= 0) return;
+      // Ends before error masking, which sets the HTTP status of the other errors.
+      const error = rateLimited(wait / 1000);
+      Object.assign(error.extensions.http as object, { status });
+      setResultAndStopExecution({ errors: [error] });
+    },
+  };
 }

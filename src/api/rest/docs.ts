@@ -1,6 +1,19 @@
+import { createHash } from 'node:crypto';
 import type { JsonSchema } from './records.js';
 
 // A readable API reference page rendered from the OpenAPI document (no scripts, no CDN).
+
+const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:980px;margin:0 auto;padding:1rem 1.5rem;color:#1d2330}
+code,pre{font-family:ui-monospace,Menlo,monospace;font-size:13px}code{background:#f1f3f7;padding:0 .25em;border-radius:3px}
+pre{background:#1d2330;color:#e8ecf3;padding:.75rem;border-radius:6px;overflow:auto}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #dde2ea;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f6f8fb}
+.op{border-top:1px solid #dde2ea;padding-top:.5rem;margin-top:1.5rem}.m{display:inline-block;min-width:4.2em;text-align:center;border-radius:4px;color:#fff;font-size:12px;padding:1px 4px}
+.get{background:#2f7d32}.post{background:#1565c0}.patch{background:#8e5a00}.put{background:#6a1b9a}.delete{background:#b71c1c}
+ul.toc{columns:2;list-style:none;padding:0}ul.toc a{text-decoration:none}em{color:#8a94a6;font-size:12px}
+`;
+
+/** The page loads nothing and runs nothing: its one inline style is allowed by its hash. */
+export const DOCS_CSP = `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 
 type Doc = {
   info: { title: string; description: string };
@@ -108,15 +121,7 @@ export function docsPage(doc: Doc): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(doc.info.title)}</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:980px;margin:0 auto;padding:1rem 1.5rem;color:#1d2330}
-code,pre{font-family:ui-monospace,Menlo,monospace;font-size:13px}code{background:#f1f3f7;padding:0 .25em;border-radius:3px}
-pre{background:#1d2330;color:#e8ecf3;padding:.75rem;border-radius:6px;overflow:auto}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #dde2ea;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f6f8fb}
-.op{border-top:1px solid #dde2ea;padding-top:.5rem;margin-top:1.5rem}.m{display:inline-block;min-width:4.2em;text-align:center;border-radius:4px;color:#fff;font-size:12px;padding:1px 4px}
-.get{background:#2f7d32}.post{background:#1565c0}.patch{background:#8e5a00}.put{background:#6a1b9a}.delete{background:#b71c1c}
-ul.toc{columns:2;list-style:none;padding:0}ul.toc a{text-decoration:none}em{color:#8a94a6;font-size:12px}
-</style></head><body>
+<style>${STYLE}</style></head><body>
 <h1>${esc(doc.info.title)}</h1>
 <p>${text(doc.info.description)}</p>
 <p>Authentication: every route except <code>GET /v1/health</code> takes <code>Authorization: Bearer &lt;API_KEY&gt;</code>. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI 3.1).</p>

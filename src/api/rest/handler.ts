@@ -14,7 +14,7 @@ import type { Context } from '../graphql/context.js';
 import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
 import type { Runtime } from '../../core/runtime.js';
-import { docsPage } from './docs.js';
+import { DOCS_CSP, docsPage } from './docs.js';
 import { fail, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';
@@ -211,7 +211,9 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       if (isPublicPath(path)) {
         if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
         if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
-        return new Response((docs ??= docsPage(JSON.parse(openApiText()))), { headers: { 'content-type': 'text/html; charset=utf-8' } });
+        return new Response((docs ??= docsPage(JSON.parse(openApiText()))), {
+          headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP },
+        });
       }
       const found = match(compiled, path.split('/').slice(1));
       if (!found.length) return fail(404, 'Not Found', `no route ${path}`);
