@@ -56,7 +56,6 @@ const SignTransactionInput = builder.inputType('SignTransactionInput', {
   }),
 });
 
-
 builder.mutationFields((t) => ({
   signMessage: t.field({
     type: MessageSignatureRef,

@@ -37,7 +37,8 @@ type Checked = { ok: true; id: Id; method: string; params: unknown } | { ok: fal
 
 /** One call, checked: the reference takes an absent id as 1 and an absent jsonrpc as "2.0". */
 export function checkCall(call: unknown, rules: Pick<DirectOps['rpc'], 'refusal' | 'unwrap'>): Checked {
-  if (call === null || typeof call !== 'object' || Array.isArray(call)) return { ok: false, id: null, why: 'body: must be a JSON-RPC request object', code: RPC_CODES.invalidRequest };
+  if (call === null || typeof call !== 'object' || Array.isArray(call))
+    return { ok: false, id: null, why: 'body: must be a JSON-RPC request object', code: RPC_CODES.invalidRequest };
   const c = call as Record<string, unknown>;
   const rawId = Object.hasOwn(c, 'id') ? c.id : 1;
   const idOk = rawId === null || typeof rawId === 'string' || (typeof rawId === 'number' && Number.isSafeInteger(rawId));
