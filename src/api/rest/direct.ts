@@ -134,18 +134,23 @@ const jsonRpcId = { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'nu
 
 export const directSchemas: Record<string, JsonSchema> = {
   MessageSignature: {
+    description:
+      'EVM: r, s and sig (r ‖ s ‖ v) in hex without 0x, v 27 or 28. Solana and Stellar: the ed25519 signature (Solana base58, Stellar base64) and the public key (the relayer address).',
     oneOf: [
       { type: 'object', required: ['r', 's', 'v', 'sig'], properties: { r: hex, s: hex, v: { type: 'integer', enum: [27, 28] }, sig: hex } },
       { type: 'object', required: ['signature', 'public_key'], properties: { signature: { type: 'string' }, public_key: { type: 'string' } } },
     ],
   },
   SignedTransaction: {
+    description:
+      'Solana: the base64 wire transaction with the relayer signature, and that signature (base58). Stellar: the base64 envelope XDR with the relayer signature, and that signature (base64).',
     oneOf: [
       { type: 'object', required: ['transaction', 'signature'], properties: { transaction: { type: 'string' }, signature: { type: 'string' } } },
       { type: 'object', required: ['signedXdr', 'signature'], properties: { signedXdr: { type: 'string' }, signature: { type: 'string' } } },
     ],
   },
   JsonRpcRequest: {
+    description: 'A JSON-RPC 2.0 call: an absent `id` is taken as 1, an absent `params` as [].',
     type: 'object',
     required: ['method'],
     properties: { jsonrpc: { const: '2.0' }, id: jsonRpcId, method: { type: 'string' }, params: { type: ['array', 'object'] } },
@@ -155,6 +160,7 @@ export const directSchemas: Record<string, JsonSchema> = {
     oneOf: [{ $ref: '#/components/schemas/JsonRpcAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcAnswer' } }],
   },
   JsonRpcAnswer: {
+    description: "The answer to one call: `result`, or `error` with `code`, `message`, `description` and the node's `data` when it gave any.",
     type: 'object',
     required: ['jsonrpc', 'id'],
     properties: {
