@@ -161,15 +161,15 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
   });
 
   it('answers each operation a family does not have with a 400 that says so', async () => {
-    const cases: [Promise<unknown>, RegExp][] = [
-      [client.relayers.signTypedData(SOLANA_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /signing typed data is not supported for Solana relayers/],
-      [client.relayers.signTypedData(STELLAR_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /not supported for Stellar relayers/],
-      [client.relayers.signTransaction('evm-relayer', { unsigned_xdr: 'AAAA' }), /signing a transaction without sending it is not supported for EVM relayers/],
-      [client.relayers.signTransaction(STELLAR_RELAYER, { transaction: 'AAAA' }), /^unsigned_xdr: required/],
-      [client.relayers.signTransaction(STELLAR_RELAYER, { unsigned_xdr: 'bm90IHhkcg==' }), /^unsigned_xdr: is not a base64 Stellar transaction envelope/],
+    const cases: [() => Promise<unknown>, RegExp][] = [
+      [() => client.relayers.signTypedData(SOLANA_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /signing typed data is not supported for Solana relayers/],
+      [() => client.relayers.signTypedData(STELLAR_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /not supported for Stellar relayers/],
+      [() => client.relayers.signTransaction('evm-relayer', { unsigned_xdr: 'AAAA' }), /signing a transaction without sending it is not supported for EVM relayers/],
+      [() => client.relayers.signTransaction(STELLAR_RELAYER, { transaction: 'AAAA' }), /^unsigned_xdr: required/],
+      [() => client.relayers.signTransaction(STELLAR_RELAYER, { unsigned_xdr: 'bm90IHhkcg==' }), /^unsigned_xdr: is not a base64 Stellar transaction envelope/],
     ];
     for (const [call, error] of cases) {
-      const { status, body } = await sdkError(call);
+      const { status, body } = await sdkError(call());
       expect({ status, message: body.message }).toEqual({ status: 400, message: 'Bad Request' });
       expect(body.error).toMatch(error);
     }
@@ -178,10 +178,10 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
   it('a paused or system-disabled relayer signs nothing', async () => {
     await client.relayers.updateRelayer('evm-relayer', { paused: true });
     for (const call of [
-      client.relayers.sign('evm-relayer', { message: 'x' }),
-      client.relayers.signTypedData('evm-relayer', { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }),
+      () => client.relayers.sign('evm-relayer', { message: 'x' }),
+      () => client.relayers.signTypedData('evm-relayer', { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }),
     ]) {
-      const { status, body } = await sdkError(call);
+      const { status, body } = await sdkError(call());
       expect({ status, message: body.message, error: body.error }).toEqual({ status: 400, message: 'Bad Request', error: 'relayer evm-relayer is paused' });
     }
     await client.relayers.updateRelayer('evm-relayer', { paused: false });

@@ -49,7 +49,7 @@ export function checkCall(call: unknown, rules: Pick<DirectOps['rpc'], 'refusal'
   if (unknown.length) return bad(`${unknown[0]}: unknown field`);
   if (c.jsonrpc !== undefined && c.jsonrpc !== '2.0') return bad('jsonrpc: must be "2.0"');
   if (typeof c.method !== 'string' || !c.method) return bad(c.method === undefined ? 'method: required' : 'method: must be a non-empty string');
-  if (c.params !== undefined && c.params !== null && typeof c.params !== 'object') return bad('params: must be an array or an object', RPC_CODES.invalidParams);
+  if (c.params !== undefined && c.params !== null && typeof c.params !== 'object') return bad('params: must be an array or an object');
   const { method, params } = rules.unwrap ? rules.unwrap({ method: c.method, params: c.params ?? [] }) : { method: c.method, params: c.params ?? [] };
   const refused = rules.refusal(method);
   if (refused) return bad(refused, RPC_CODES.methodNotFound);
