@@ -47,7 +47,9 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     const deadline = Date.now() + 60_000;
     let statuses: string[] = [];
     while (Date.now() < deadline) {
-      statuses = await Promise.all(ids.map(async (id) => ((await client.relayers.getTransactionById('evm-relayer', id)).data.data as { status: string }).status));
+      statuses = await Promise.all(
+        ids.map(async (id) => ((await client.relayers.getTransactionById('evm-relayer', id)).data.data as { status: string }).status),
+      );
       if (statuses.every((s) => s === 'submitted' || s === 'sent')) break;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -56,7 +58,13 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     const canceled = await client.relayers.cancelTransaction('evm-relayer', ids[0]);
     expect(canceled.status).toBe(200);
     expect(canceled.data.data).toMatchObject({ id: ids[0] });
-    const replaced = await client.relayers.replaceTransaction('evm-relayer', ids[1], { to: RECEIVER, value: 2_000, data: '0x', gas_limit: 21_000, speed: 'fastest' } as never);
+    const replaced = await client.relayers.replaceTransaction('evm-relayer', ids[1], {
+      to: RECEIVER,
+      value: 2_000,
+      data: '0x',
+      gas_limit: 21_000,
+      speed: 'fastest',
+    } as never);
     expect(replaced.data.data).toMatchObject({ id: ids[1], value: '2000', speed: 'fastest' });
 
     const unknown = await sdkError(client.relayers.getTransactionById('evm-relayer', 'no-such-id'));
@@ -105,7 +113,12 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     ]) {
       const res = await svc.request(method, path, method === 'POST' ? { name: 'k' } : undefined);
       expect(res.status).toBe(404);
-      expect(await res.json()).toMatchObject({ success: false, data: null, message: 'Not Found', error: 'API key management: not available on this service yet' });
+      expect(await res.json()).toMatchObject({
+        success: false,
+        data: null,
+        message: 'Not Found',
+        error: 'API key management: not available on this service yet',
+      });
     }
     // Still behind the token, like every other route.
     const anonymous = await svc.request('GET', '/api/v1/plugins', undefined, { authorization: '' });

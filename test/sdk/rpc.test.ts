@@ -40,8 +40,25 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
           relayers: [
             ...c.relayers,
             // Its first URL never answers: every call fails over to anvil.
-            { id: 'failover-relayer', name: 'Failover', network: 'localnet', network_type: 'evm', signer_id: 'dev-signer', custom_rpc_urls: [{ url: DEAD, weight: 100 }, { url: rpcUrl, weight: 1 }] },
-            { id: 'dead-relayer', name: 'Dead', network: 'localnet', network_type: 'evm', signer_id: 'dev-signer', custom_rpc_urls: [{ url: DEAD, weight: 100 }] },
+            {
+              id: 'failover-relayer',
+              name: 'Failover',
+              network: 'localnet',
+              network_type: 'evm',
+              signer_id: 'dev-signer',
+              custom_rpc_urls: [
+                { url: DEAD, weight: 100 },
+                { url: rpcUrl, weight: 1 },
+              ],
+            },
+            {
+              id: 'dead-relayer',
+              name: 'Dead',
+              network: 'localnet',
+              network_type: 'evm',
+              signer_id: 'dev-signer',
+              custom_rpc_urls: [{ url: DEAD, weight: 100 }],
+            },
             { id: SOLANA_RELAYER, name: 'Solana relayer', network: 'devnet', network_type: 'solana', signer_id: 'dev-signer', policies: {} },
             { id: STELLAR_RELAYER, name: 'Stellar relayer', network: 'testnet', network_type: 'stellar', signer_id: 'dev-signer', policies: {} },
           ],
@@ -88,7 +105,11 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
     ])) as Answer[];
     expect(answers.map((a) => a.id)).toEqual([1, 2, 3, 4, 5]);
     expect(answers[0].result).toMatch(/^0x[0-9a-f]+$/);
-    expect(answers[1].error).toMatchObject({ code: -32601, message: 'Method not allowed', description: expect.stringMatching(/^eth_sign is refused: it would sign/) });
+    expect(answers[1].error).toMatchObject({
+      code: -32601,
+      message: 'Method not allowed',
+      description: expect.stringMatching(/^eth_sign is refused: it would sign/),
+    });
     expect(answers[2].error).toMatchObject({ code: -32600, message: 'Invalid request', description: 'method: required' });
     // The node's own verdict on a bad call comes back as that call's error.
     expect(answers[3].error?.code).toBeLessThan(0);
@@ -158,7 +179,12 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
   it('forwards Solana node reads to the stand-in, plain or wrapped as the reference client does; refuses signing methods', async () => {
     const plain = (await rpc(SOLANA_RELAYER, { jsonrpc: '2.0', id: 1, method: 'getBalance', params: [solanaAddress] })) as Answer;
     expect(plain.result).toMatchObject({ value: 0 });
-    const wrapped = (await rpc(SOLANA_RELAYER, { jsonrpc: '2.0', id: 2, method: 'rawRpcRequest', params: { method: 'getLatestBlockhash', params: [] } })) as Answer;
+    const wrapped = (await rpc(SOLANA_RELAYER, {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'rawRpcRequest',
+      params: { method: 'getLatestBlockhash', params: [] },
+    })) as Answer;
     expect(wrapped.result.value.blockhash).toEqual(expect.any(String));
     const refused = (await rpc(SOLANA_RELAYER, [
       { jsonrpc: '2.0', id: 1, method: 'signTransaction', params: { transaction: 'AA' } },
@@ -183,7 +209,9 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
   });
 
   it('the same operation through GraphQL', async () => {
-    const res = await svc.gql('mutation($r: JSON!) { relayerRpc(relayerId: "evm-relayer", request: $r) }', { r: { jsonrpc: '2.0', id: 3, method: 'eth_chainId' } });
+    const res = await svc.gql('mutation($r: JSON!) { relayerRpc(relayerId: "evm-relayer", request: $r) }', {
+      r: { jsonrpc: '2.0', id: 3, method: 'eth_chainId' },
+    });
     expect(res.data.relayerRpc).toEqual({ jsonrpc: '2.0', id: 3, result: '0x7a69' });
   });
 
@@ -191,12 +219,32 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
     const cases: [() => Promise<unknown>, number, string, RegExp | string][] = [
       [() => client.relayers.rpc('evm-relayer', { jsonrpc: '2.0', id: 1, params: [] } as never), 400, 'Bad Request', 'method: required'],
       [() => client.relayers.rpc('evm-relayer', { jsonrpc: '1.0', id: 1, method: 'eth_chainId', params: [] }), 400, 'Bad Request', 'jsonrpc: must be "2.0"'],
-      [() => client.relayers.rpc('evm-relayer', { jsonrpc: '2.0', id: { x: 1 }, method: 'eth_chainId', params: [] } as never), 400, 'Bad Request', 'id: must be a string, an integer or null'],
-      [() => client.relayers.rpc('evm-relayer', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: 5 } as never), 400, 'Bad Request', 'params: must be an array or an object'],
+      [
+        () => client.relayers.rpc('evm-relayer', { jsonrpc: '2.0', id: { x: 1 }, method: 'eth_chainId', params: [] } as never),
+        400,
+        'Bad Request',
+        'id: must be a string, an integer or null',
+      ],
+      [
+        () => client.relayers.rpc('evm-relayer', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: 5 } as never),
+        400,
+        'Bad Request',
+        'params: must be an array or an object',
+      ],
       [() => client.relayers.rpc('evm-relayer', [] as never), 400, 'Bad Request', 'body: an empty batch'],
-      [() => client.relayers.rpc('evm-relayer', Array.from({ length: 101 }, () => ({ jsonrpc: '2.0', method: 'eth_chainId' })) as never), 400, 'Bad Request', 'body: a batch of at most 100 calls'],
+      [
+        () => client.relayers.rpc('evm-relayer', Array.from({ length: 101 }, () => ({ jsonrpc: '2.0', method: 'eth_chainId' })) as never),
+        400,
+        'Bad Request',
+        'body: a batch of at most 100 calls',
+      ],
       [() => client.relayers.rpc('evm-relayer', 'eth_chainId' as never), 400, 'Bad Request', /^body: /],
-      [() => client.relayers.rpc('nobody', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }), 404, 'Relayer with ID nobody not found', 'Relayer with ID nobody not found'],
+      [
+        () => client.relayers.rpc('nobody', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+        404,
+        'Relayer with ID nobody not found',
+        'Relayer with ID nobody not found',
+      ],
     ];
     for (const [call, status, message, error] of cases) {
       const res = await sdkError(call(), String(error));

@@ -80,7 +80,12 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     const res = await client.relayers.sign('evm-relayer', { message: 'hello relayer ✓' });
     expect(res.status).toBe(200);
     const d = res.data.data as { r: string; s: string; v: number; sig: string };
-    expect(d).toEqual({ r: expect.stringMatching(/^[0-9a-f]{64}$/), s: expect.stringMatching(/^[0-9a-f]{64}$/), v: expect.any(Number), sig: expect.stringMatching(/^[0-9a-f]{130}$/) });
+    expect(d).toEqual({
+      r: expect.stringMatching(/^[0-9a-f]{64}$/),
+      s: expect.stringMatching(/^[0-9a-f]{64}$/),
+      v: expect.any(Number),
+      sig: expect.stringMatching(/^[0-9a-f]{130}$/),
+    });
     expect([27, 28]).toContain(d.v);
     expect(d.sig).toBe(`${d.r}${d.s}${d.v.toString(16)}`);
     expect(await verifyMessage({ address: DEV_ADDRESS, message: 'hello relayer ✓', signature: `0x${d.sig}` })).toBe(true);
@@ -97,7 +102,14 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     const d = res.data.data as { sig: string };
     const ok = await verifyTypedData({ address: DEV_ADDRESS, domain, types, primaryType: 'Mail', message: mail, signature: `0x${d.sig}` as Hex });
     expect(ok).toBe(true);
-    const other = await verifyTypedData({ address: DEV_ADDRESS, domain, types, primaryType: 'Mail', message: { ...mail, contents: 'Hi' }, signature: `0x${d.sig}` as Hex });
+    const other = await verifyTypedData({
+      address: DEV_ADDRESS,
+      domain,
+      types,
+      primaryType: 'Mail',
+      message: { ...mail, contents: 'Hi' },
+      signature: `0x${d.sig}` as Hex,
+    });
     expect(other).toBe(false);
   });
 
@@ -162,9 +174,18 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
 
   it('answers each operation a family does not have with a 400 that says so', async () => {
     const cases: [() => Promise<unknown>, RegExp][] = [
-      [() => client.relayers.signTypedData(SOLANA_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /signing typed data is not supported for Solana relayers/],
-      [() => client.relayers.signTypedData(STELLAR_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }), /not supported for Stellar relayers/],
-      [() => client.relayers.signTransaction('evm-relayer', { unsigned_xdr: 'AAAA' }), /signing a transaction without sending it is not supported for EVM relayers/],
+      [
+        () => client.relayers.signTypedData(SOLANA_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }),
+        /signing typed data is not supported for Solana relayers/,
+      ],
+      [
+        () => client.relayers.signTypedData(STELLAR_RELAYER, { domain_separator: '00'.repeat(32), hash_struct_message: '11'.repeat(32) }),
+        /not supported for Stellar relayers/,
+      ],
+      [
+        () => client.relayers.signTransaction('evm-relayer', { unsigned_xdr: 'AAAA' }),
+        /signing a transaction without sending it is not supported for EVM relayers/,
+      ],
       [() => client.relayers.signTransaction(STELLAR_RELAYER, { transaction: 'AAAA' }), /^unsigned_xdr: required/],
       [() => client.relayers.signTransaction(STELLAR_RELAYER, { unsigned_xdr: 'bm90IHhkcg==' }), /^unsigned_xdr: is not a base64 Stellar transaction envelope/],
     ];

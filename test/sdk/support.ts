@@ -34,7 +34,10 @@ export async function sdkClient(svc: TestService, token: string = svc.apiKey): P
 }
 
 /** The HTTP status and envelope of a call the SDK rejects (axios throws on 4xx and 5xx). */
-export async function sdkError(call: Promise<unknown>, label = ''): Promise<{ status: number; body: { success: boolean; data: null; error: string; message: string } }> {
+export async function sdkError(
+  call: Promise<unknown>,
+  label = '',
+): Promise<{ status: number; body: { success: boolean; data: null; error: string; message: string } }> {
   try {
     await call;
   } catch (e) {
