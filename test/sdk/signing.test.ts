@@ -14,7 +14,7 @@ import { sdkClient, sdkError, type Client } from './support.js';
 const PASSPHRASE = 'Test SDF Network ; September 2015';
 
 /** The service on anvil with the EVM relayer, and a Solana and a Stellar relayer on the same dev key. */
-export function signingService(db: 'pglite' | 'postgres' = 'pglite') {
+function signingService(db: 'pglite' | 'postgres' = 'pglite') {
   return startTestService({
     db,
     anvil: true,
