@@ -155,6 +155,10 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     const { status, body } = await sdkError(client.relayers.signTransaction(SOLANA_RELAYER, { transaction: wire }));
     expect({ status, message: body.message }).toEqual({ status: 400, message: 'Bad Request' });
     expect(body.error).toMatch(/^transaction: fee payer must be the relayer/);
+    // The relayer's policy applies as for a send: by default it only pays fees.
+    const spend = await buildTx(solanaAddress as Address, [transferSol(solanaAddress as Address, user.address, 1n)], NO_BLOCKHASH);
+    const refused = await sdkError(client.relayers.signTransaction(SOLANA_RELAYER, { transaction: spend }));
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 400, error: expect.stringMatching(/relayer_account/) });
   });
 
   it('signs a Stellar transaction envelope without submitting it: stellar-sdk verifies the signature over its hash', async () => {
@@ -186,7 +190,13 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
         () => client.relayers.signTransaction('evm-relayer', { unsigned_xdr: 'AAAA' }),
         /signing a transaction without sending it is not supported for EVM relayers/,
       ],
-      [() => client.relayers.signTransaction(STELLAR_RELAYER, { transaction: 'AAAA' }), /^unsigned_xdr: required/],
+      [
+        () => client.relayers.signTransaction(STELLAR_RELAYER, { transaction: 'AAAA' }),
+        /^transaction: Solana relayers take it; Stellar relayers take unsigned_xdr/,
+      ],
+      [() => client.relayers.signTransaction(STELLAR_RELAYER, {} as never), /^unsigned_xdr: required/],
+      [() => client.relayers.signTransaction(SOLANA_RELAYER, { unsigned_xdr: 'AAAA' }), /^unsigned_xdr: Stellar relayers take it/],
+      [() => client.relayers.signTransaction(SOLANA_RELAYER, { transaction: 'not base64!' }), /^transaction: must be a base64 string/],
       [() => client.relayers.signTransaction(STELLAR_RELAYER, { unsigned_xdr: 'bm90IHhkcg==' }), /^unsigned_xdr: is not a base64 Stellar transaction envelope/],
     ];
     for (const [call, error] of cases) {

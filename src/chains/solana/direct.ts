@@ -125,6 +125,7 @@ export const solanaDirect: DirectOps = {
     return { kind: 'ed25519', signature: getBase58Decoder().decode(sig), publicKey: signer.address };
   },
   async signTransaction(rt, relayer, input) {
+    if (input.unsignedXdr != null) throw invalid('unsigned_xdr: Stellar relayers take it; Solana relayers take transaction');
     if (!input.transaction) throw invalid('transaction: required (a base64 wire transaction)');
     return { kind: 'solana', ...(await signTransaction(rt, relayer, input.transaction)) };
   },

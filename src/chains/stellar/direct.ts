@@ -58,6 +58,7 @@ export const stellarDirect: DirectOps = {
     return { kind: 'ed25519', signature: signer.keypair.sign(messageDigest(message)).toString('base64'), publicKey: signer.address };
   },
   async signTransaction(rt, relayer, input) {
+    if (input.transaction != null) throw invalid('transaction: Solana relayers take it; Stellar relayers take unsigned_xdr');
     if (!input.unsignedXdr) throw invalid('unsigned_xdr: required (a base64 transaction envelope)');
     const signer = signerOf(rt, relayer);
     let tx: ReturnType<typeof TransactionBuilder.fromXDR>;
