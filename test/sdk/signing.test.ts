@@ -3,8 +3,8 @@
 // this service computed.
 import { createHash } from 'node:crypto';
 import { getBase58Encoder, getPublicKeyFromAddress, getTransactionDecoder, verifySignature, type Address, type SignatureBytes } from '@solana/kit';
-import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
-import { createPublicClient, getTypesForEIP712Domain, hashDomain, hashStruct, http, verifyMessage, verifyTypedData, type Hex } from 'viem';
+import { Account, Asset, Keypair, Operation, type Transaction, TransactionBuilder } from '@stellar/stellar-sdk';
+import { createPublicClient, domainSeparator, hashStruct, http, verifyMessage, verifyTypedData, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbState, SOLANA_RELAYER, STELLAR_RELAYER } from '../rest/helpers.js';
 import { buildTx, NO_BLOCKHASH, party, transferSol } from '../solana/support.js';
@@ -96,7 +96,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
 
   it('signs EIP-712 typed data given as domain separator and struct hash: viem verifies it against the full document', async () => {
     const res = await client.relayers.signTypedData('evm-relayer', {
-      domain_separator: hashDomain({ domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain }), ...types } }),
+      domain_separator: domainSeparator({ domain }),
       hash_struct_message: hashStruct({ data: mail, primaryType: 'Mail', types }).slice(2),
     });
     const d = res.data.data as { sig: string };
@@ -173,7 +173,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     expect(tx.signatures).toHaveLength(1);
     expect(tx.signatures[0].signature().toString('base64')).toBe(d.signature);
     expect(Keypair.fromPublicKey(stellarAddress).verify(tx.hash(), Buffer.from(d.signature, 'base64'))).toBe(true);
-    expect(tx.sequence).toBe('42');
+    expect((tx as Transaction).sequence).toBe('42');
   });
 
   it('answers each operation a family does not have with a 400 that says so', async () => {
