@@ -4,7 +4,10 @@
 import { createPublicClient, createWalletClient, http, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
+import { address, lamports, type Blockhash } from '@solana/kit';
+import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTx, party, SOL, transferSol } from '../solana/support.js';
 import { SOLANA_RELAYER, STELLAR_RELAYER } from '../rest/helpers.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
@@ -206,6 +209,40 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
     ])) as Answer[];
     expect(batch[0].result.sequence).toBe(stellar.ledger().sequence);
     expect(batch[1].error).toMatchObject({ code: -32601, message: 'Method not allowed' });
+  });
+
+  it('a transaction signed by sign-transaction lands when the client sends it through the passthrough (Solana, Stellar)', async () => {
+    // Solana: the relayer pays the fee of a user's transfer; LiteSVM checks every signature.
+    solana.svm.airdrop(address(solanaAddress), lamports(10n * SOL));
+    const user = await party();
+    const to = await party();
+    solana.svm.airdrop(user.address, lamports(SOL));
+    const blockhash = ((await rpc(SOLANA_RELAYER, { method: 'getLatestBlockhash', params: [] })) as Answer).result.value.blockhash as Blockhash;
+    const wire = await buildTx(address(solanaAddress), [transferSol(user.address, to.address, 1_000_000n)], blockhash, [user.keyPair]);
+    const signed = (await client.relayers.signTransaction(SOLANA_RELAYER, { transaction: wire })).data.data as { transaction: string; signature: string };
+    expect(solana.executed).toHaveLength(0);
+    const sent = (await rpc(SOLANA_RELAYER, { method: 'sendTransaction', params: [signed.transaction, { encoding: 'base64' }] })) as Answer;
+    expect(sent, JSON.stringify(sent)).toMatchObject({ result: signed.signature });
+    expect(solana.executed.map((e) => e.signature)).toEqual([signed.signature]);
+    expect(solana.svm.getBalance(to.address)).toBe(1_000_000n);
+
+    // Stellar: the stand-in applies a payment only with a valid signature of its source.
+    const stellarAddress = (await client.relayers.getRelayer(STELLAR_RELAYER)).data.data!.address!;
+    const dest = Keypair.random().publicKey();
+    stellar.setAccount(stellarAddress, { balance: 100n * 10_000_000n, sequence: 500n });
+    stellar.setAccount(dest, { balance: 10n * 10_000_000n, sequence: 1n });
+    const unsigned = new TransactionBuilder(new Account(stellarAddress, '500'), { fee: '100', networkPassphrase: PASSPHRASE })
+      .addOperation(Operation.payment({ destination: dest, asset: Asset.native(), amount: '1' }))
+      .setTimeout(300)
+      .build()
+      .toXDR();
+    const xdrSigned = (await client.relayers.signTransaction(STELLAR_RELAYER, { unsigned_xdr: unsigned })).data.data as { signedXdr: string };
+    expect(stellar.applied()).toHaveLength(0);
+    const submitted = (await rpc(STELLAR_RELAYER, { method: 'sendTransaction', params: { transaction: xdrSigned.signedXdr } })) as Answer;
+    expect(submitted.result.status).toBe('PENDING');
+    stellar.closeLedger();
+    expect(stellar.applied().map((a) => a.sequence)).toEqual([501n]);
+    expect(stellar.account(dest)!.balance).toBe(11n * 10_000_000n);
   });
 
   it('the same operation through GraphQL', async () => {
