@@ -122,10 +122,14 @@ function requests(r: Route) {
     jsonish.map((v) => ({ body: stringifyJson(v), invalid: false })),
   ];
   if (r.body) {
+    if (fieldNames.length) {
+      broken.push(
+        fc
+          .tuple(fc.constantFrom(...examples(r)), fc.constantFrom(...fieldNames))
+          .chain(([ex, name]) => wrongFor(r.body!.fields[name]).map((bad) => ({ body: stringifyJson({ ...ex, [name]: bad }), invalid: true }))),
+      );
+    }
     broken.push(
-      fc
-        .tuple(fc.constantFrom(...examples(r)), fc.constantFrom(...fieldNames))
-        .chain(([ex, name]) => wrongFor(r.body!.fields[name]).map((bad) => ({ body: stringifyJson({ ...ex, [name]: bad }), invalid: true }))),
       fc
         .tuple(
           fc.constantFrom(...examples(r)),
@@ -162,7 +166,9 @@ describe('REST surface under random and malformed requests', () => {
         const res = await svc.request(r.method, `${req.path}${req.slash}${req.query}`, r.body ? req.body.body : undefined, headers);
         const text = await res.text();
         expect(res.status, text).toBeLessThan(500);
-        checkEnvelope(res.status, text);
+        // The JSON-RPC passthrough answers the JSON-RPC response itself.
+        if (r.raw && res.status === 200) JSON.parse(text);
+        else checkEnvelope(res.status, text);
         const after = await fingerprint(svc);
         if (res.status >= 400) expect(after, `${res.status} ${text}`).toBe(before);
         // A body made invalid on purpose is refused (a 404 for an unknown id may come first).

@@ -71,7 +71,8 @@ function fieldsTable(schema: JsonSchema, doc: Doc): string {
 function operation(path: string, method: string, op: Op, doc: Doc): string {
   const params = op.parameters ?? [];
   const body = op.requestBody?.content['application/json'];
-  const shapes = Array.isArray(body?.schema.oneOf) ? (body!.schema.oneOf as JsonSchema[]).map((r) => String(r.$ref).split('/').pop()!) : [];
+  const oneOf = (body?.schema.oneOf ?? []) as JsonSchema[];
+  const shapes = oneOf.length && oneOf.every((r) => typeof r.$ref === 'string') ? oneOf.map((r) => String(r.$ref).split('/').pop()!) : [];
   const success = Object.entries(op.responses).find(([s]) => s.startsWith('2'));
   const envelope = success?.[1].content?.['application/json']?.schema;
   const errors = Object.keys(op.responses).filter((s) => !s.startsWith('2'));
@@ -84,9 +85,9 @@ ${(op.description ?? '')
   .map((p) => `<p>${text(p)}</p>`)
   .join('\n')}
 ${params.length ? `<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Type</th><th>Notes</th></tr>${params.map((p) => `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <em>required</em>' : ''}</td><td>${esc(p.in)}</td><td>${typeName(p.schema, doc)}</td><td>${text(p.description)}</td></tr>`).join('')}</table>` : ''}
-${body ? `<h4>Body</h4>${shapes.length ? shapes.map((n) => `<p><strong>${esc(n)}</strong>: ${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`).join('') : fieldsTable(body.schema, doc)}` : ''}
+${body ? `<h4>Body</h4>${shapes.length ? shapes.map((n) => `<p><strong>${esc(n)}</strong>: ${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`).join('') : body.schema.properties ? fieldsTable(body.schema, doc) : `<p>${typeName(body.schema, doc)}</p>`}` : ''}
 <h4>Response</h4>
-<p>${esc(success?.[0])}: ${envelope ? `the envelope with <code>data</code> = ${typeName(envelope.properties.data, doc)}${envelope.properties.pagination ? ' and <code>pagination</code>' : ''}` : '<code>OK</code> as plain text'}.</p>
+<p>${esc(success?.[0])}: ${envelope && !envelope.properties ? `${typeName(envelope, doc)} itself (no envelope)` : envelope ? `the envelope with <code>data</code> = ${typeName(envelope.properties.data, doc)}${envelope.properties.pagination ? ' and <code>pagination</code>' : ''}` : '<code>OK</code> as plain text'}.</p>
 <p>Errors: ${errors.map((s) => `<a href="#error-${s}">${s}</a>`).join(', ')}</p>
 <pre>curl -X ${method.toUpperCase()} "$RELAYER_URL${esc(path.replace(/\{(\w+)\}/g, '<$1>'))}" \\
   -H "Authorization: Bearer $API_KEY"${esc(curlBody)}</pre>
@@ -108,8 +109,26 @@ export function docsPage(doc: Doc): string {
   const policies = ((doc.components.schemas.RelayerPolicies?.oneOf ?? []) as JsonSchema[]).flatMap((s) =>
     typeof s.$ref === 'string' ? [s.$ref.split('/').pop()!] : [],
   );
-  const records = ['Transaction', 'Relayer', 'Notification', 'RpcConfig', ...policies, 'Pagination']
-    .map((n) => `<h3 id="schema-${n}">${n}</h3><p>${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`)
+  const alternatives = (s: JsonSchema) => (Array.isArray(s.oneOf) ? (s.oneOf as JsonSchema[]) : [s]);
+  const records = [
+    'Transaction',
+    'Relayer',
+    'Notification',
+    'RpcConfig',
+    ...policies,
+    'Pagination',
+    'MessageSignature',
+    'SignedTransaction',
+    'JsonRpcRequest',
+    'JsonRpcAnswer',
+  ]
+    .filter((n) => doc.components.schemas[n])
+    .map(
+      (n) =>
+        `<h3 id="schema-${n}">${n}</h3><p>${text(doc.components.schemas[n].description)}</p>${alternatives(doc.components.schemas[n])
+          .map((a) => (a.properties ? fieldsTable(a, doc) : `<p>${typeName(a, doc)}</p>`))
+          .join('<p>or</p>')}`,
+    )
     .join('\n');
   const errors = Object.entries(doc.components.responses)
     .map(([, r]) => {

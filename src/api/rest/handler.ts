@@ -15,7 +15,8 @@ import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
-import { fail, ok } from './envelope.js';
+import { laterFeature } from './direct.js';
+import { fail, json, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
@@ -156,7 +157,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     })) as ExecutionResult;
   }
 
-  async function readBody(request: Request, issues: string[]): Promise<Record<string, unknown> | undefined> {
+  async function readBody(request: Request, issues: string[], arrays = false): Promise<Record<string, unknown> | undefined> {
     const length = Number(request.headers.get('content-length') ?? 0);
     if (length > MAX_BODY_BYTES) return void issues.push(`body: larger than ${MAX_BODY_BYTES} bytes`);
     const text = await request.text();
@@ -168,7 +169,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     } catch (e) {
       return void issues.push(`body: invalid JSON (${e instanceof RangeError ? 'nested too deeply' : (e as Error).message})`);
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return void issues.push('body: must be a JSON object');
+    if (value === null || typeof value !== 'object' || (Array.isArray(value) && !arrays))
+      return void issues.push(`body: must be a JSON object${arrays ? ' or array' : ''}`);
     return value as Record<string, unknown>;
   }
 
@@ -192,8 +194,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       if (given !== null) variables[gqlName(name, f)] = given;
     }
     if (route.body) {
-      const body = await readBody(request, issues);
-      if (body) variables[route.body.variable] = convertFields(body, route.body.fields, '', issues, enums);
+      const body = await readBody(request, issues, !!route.body.json);
+      if (body) variables[route.body.variable] = route.body.json ? body : convertFields(body, route.body.fields, '', issues, enums);
     }
     return variables;
   }
@@ -216,7 +218,10 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
         });
       }
       const found = match(compiled, path.split('/').slice(1));
-      if (!found.length) return fail(404, 'Not Found', `no route ${path}`);
+      if (!found.length) {
+        const later = laterFeature(path.split('/').slice(1));
+        return fail(404, 'Not Found', later ?? `no route ${path}`);
+      }
       const hit = found.find((f) => f.c.route.method === request.method);
       if (!hit) {
         const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
@@ -229,6 +234,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       const result = await execute(hit.c, variables, request, ctx);
       if (result.errors?.length) return errorResponse(result.errors[0]);
       const out = hit.c.route.result(result.data);
+      if (hit.c.route.raw) return json(hit.c.route.status, out.data);
       return ok(out.data, out.pagination, hit.c.route.status);
     },
   };

@@ -1,5 +1,6 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
+import { directSchemas, laterRoutes } from './direct.js';
 import { recordSchemas, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
@@ -119,12 +120,23 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
       responses: {
         [String(r.status)]: {
           description: r.status === 201 ? 'Created' : 'OK',
-          content: { 'application/json': { schema: envelope(data, r.response.list) } },
+          content: { 'application/json': { schema: r.raw ? data : envelope(data, r.response.list) } },
         },
         ...Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/${ERRORS[s].name}` }])),
       },
     };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation;
+  }
+  for (const later of laterRoutes) {
+    for (const p of later.paths) {
+      (paths[p.path] ??= {})[p.method.toLowerCase()] = {
+        operationId: `${p.method.toLowerCase()}${p.path.replace(/[^a-zA-Z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
+        summary: `${later.feature}: not available yet`,
+        description: `A route of the reference system this service does not offer yet: always 404, \`error\` saying "${later.feature}: not available on this service yet".`,
+        tags: ['Not available yet'],
+        responses: { '401': { $ref: '#/components/responses/Unauthorized' }, '404': { $ref: '#/components/responses/NotFound' } },
+      };
+    }
   }
   paths['/v1/health'] = {
     get: {
@@ -147,12 +159,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
-    tags: [{ name: 'Relayers' }, { name: 'Transactions' }, { name: 'Notifications' }, { name: 'Health' }],
+    tags: [{ name: 'Relayers' }, { name: 'Transactions' }, { name: 'Notifications' }, { name: 'Health' }, { name: 'Not available yet' }],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } },
       schemas: {
         ...recordSchemas,
+        ...directSchemas,
         ...Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }])),
         ...Object.fromEntries(
           compiled
@@ -206,7 +219,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
 }
 
 function requestBody(body: NonNullable<CompiledRoute['route']['body']>): JsonSchema {
-  const schema = body.shapes ? { oneOf: Object.keys(body.shapes).map(ref) } : objectSchema(body.fields);
+  const schema = body.json ?? (body.shapes ? { oneOf: Object.keys(body.shapes).map(ref) } : objectSchema(body.fields));
   return { required: true, description: body.description, content: { 'application/json': { schema, example: body.example } } };
 }
 

@@ -17,6 +17,7 @@ import {
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
 import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
+import { directRoutes } from './direct.js';
 import { notificationRecord, orList, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
@@ -56,9 +57,14 @@ export interface Route<TData = any> {
     example: Record<string, unknown>;
     /** For the documentation: named alternatives the fields form (the send shapes A, B and C). */
     shapes?: Record<string, { description: string; fields: string[]; required: string[] }>;
+    /** The whole body (a JSON object or array) is the variable as it is; its JSON Schema. */
+    json?: Record<string, unknown>;
   };
   status: number;
-  response: { schema: 'Transaction' | 'Relayer' | 'Notification' | 'string'; list: boolean };
+  /** `schema`: a component of the OpenAPI document, or 'string'. */
+  response: { schema: string; list: boolean };
+  /** The answer is `data` itself, not the envelope (the JSON-RPC passthrough). */
+  raw?: boolean;
   /** The error statuses the route can answer besides 400, 401, 500 and (when its field is rate limited) 429. */
   errors: number[];
   result(data: TData): Output;
@@ -343,6 +349,7 @@ export const routes: Route[] = [
     errors: [404],
     result: () => ({ data: 'Notification deleted successfully' }),
   }),
+  ...directRoutes,
 ];
 
 /** The fragment definitions of a generated document, as source text for a hand-written operation. */

@@ -133,4 +133,5 @@ export const evmSpec = defineFamily({
     fields: ['from', 'to', 'value', 'data', 'nonce', 'gas_limit', 'gas_price', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'speed', 'signature'],
   },
   load: () => import('./family.js').then((m) => m.evmFamily),
+  direct: () => import('./direct.js').then((m) => m.evmDirect),
 });

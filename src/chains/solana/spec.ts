@@ -33,4 +33,5 @@ export const solanaSpec = defineFamily({
   },
   record: { fields: ['network_type', 'from'], networkData: true },
   load: () => import('./family.js').then((m) => m.solanaFamily),
+  direct: () => import('./direct.js').then((m) => m.solanaDirect),
 });

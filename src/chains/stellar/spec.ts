@@ -84,4 +84,5 @@ export const stellarSpec = defineFamily({
   },
   record: { fields: ['network_type', 'from'], networkData: true },
   load: () => import('./family.js').then((m) => m.stellarFamily),
+  direct: () => import('./direct.js').then((m) => m.stellarDirect),
 });

@@ -1,0 +1,219 @@
+import {
+  RestRelayerRpcDocument,
+  RestSignMessageDocument,
+  RestSignTransactionDocument,
+  RestSignTypedDataDocument,
+  type RestMessageSignatureFragment,
+} from '../../generated/graphql.js';
+import { string } from './fields.js';
+import type { JsonSchema } from './records.js';
+import type { Route } from './routes.js';
+
+// The REST routes of signing without sending and of the JSON-RPC passthrough (the reference's
+// paths and bodies), their response schemas, and the reference's routes this service does not
+// offer yet, answered 404.
+
+const relayerId = { relayer_id: { gql: 'relayerId', description: "The relayer's unique identifier." } };
+
+/** A message signature in the reference's form: EVM `{r, s, v, sig}`, ed25519 `{signature, public_key}`. */
+function messageSignature(s: RestMessageSignatureFragment) {
+  return s.__typename === 'EvmSignature' ? { r: s.r, s: s.s, v: s.v, sig: s.sig } : { signature: s.signature, public_key: s.publicKey };
+}
+
+export const directRoutes: Route[] = [
+  {
+    id: 'signData',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/sign',
+    tag: 'Relayers',
+    summary: 'Sign a message',
+    description:
+      'Signs `message` as the relayer and sends nothing. EVM: EIP-191 personal message (`{r, s, v, sig}`, hex without 0x, v 27 or 28). Solana: ed25519 over the UTF-8 bytes (`{signature, public_key}`, base58). Stellar: SEP-53, ed25519 over SHA-256("Stellar Signed Message:\\n" ‖ message) (`{signature, public_key}`, signature in base64). Refused (400) while the relayer is paused or disabled.',
+    document: RestSignMessageDocument,
+    field: { type: 'Mutation', name: 'signMessage' },
+    pathParams: relayerId,
+    body: {
+      variable: 'input',
+      description: 'The message.',
+      fields: { message: { type: string(), required: true, description: 'The text to sign (UTF-8).' } },
+      example: { message: 'hello' },
+    },
+    status: 200,
+    response: { schema: 'MessageSignature', list: false },
+    errors: [404],
+    result: (d: { signMessage: RestMessageSignatureFragment }) => ({ data: messageSignature(d.signMessage) }),
+  },
+  {
+    id: 'signTypedData',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/sign-typed-data',
+    tag: 'Relayers',
+    summary: 'Sign EIP-712 typed data',
+    description:
+      'EVM relayers: signs keccak256(0x1901 ‖ domain_separator ‖ hash_struct_message) and sends nothing; answers `{r, s, v, sig}`. Refused (400) for other network types and while the relayer is paused or disabled.',
+    document: RestSignTypedDataDocument,
+    field: { type: 'Mutation', name: 'signTypedData' },
+    pathParams: relayerId,
+    body: {
+      variable: 'input',
+      description: 'The two EIP-712 hashes.',
+      fields: {
+        domain_separator: { type: string(), required: true, description: 'The domain separator: 32 bytes of hex (0x optional).' },
+        hash_struct_message: { type: string(), required: true, description: 'hashStruct of the message: 32 bytes of hex (0x optional).' },
+      },
+      example: {
+        domain_separator: '0x8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f',
+        hash_struct_message: '0xc52c0ee5d84264471806290a3f2c4cecfc5490626bf912d01f240d7a274b371e',
+      },
+    },
+    status: 200,
+    response: { schema: 'MessageSignature', list: false },
+    errors: [404],
+    result: (d: { signTypedData: RestMessageSignatureFragment }) => ({ data: messageSignature(d.signTypedData) }),
+  },
+  {
+    id: 'signTransaction',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/sign-transaction',
+    tag: 'Relayers',
+    summary: 'Sign a transaction without sending it',
+    description:
+      'Solana (`transaction`: a base64 wire transaction whose fee payer is the relayer, checked against its policy): answers `{transaction, signature}`, the signature in base58. Stellar (`unsigned_xdr`: a base64 envelope): answers `{signedXdr, signature}`, the signature in base64. Nothing is submitted. Refused (400) for EVM relayers and while the relayer is paused or disabled.',
+    document: RestSignTransactionDocument,
+    field: { type: 'Mutation', name: 'signTransaction' },
+    pathParams: relayerId,
+    body: {
+      variable: 'input',
+      description: '`transaction` (Solana) or `unsigned_xdr` (Stellar).',
+      fields: {
+        transaction: { type: string(), description: 'Solana: the base64 wire transaction.' },
+        unsigned_xdr: { type: string(), description: 'Stellar: the base64 transaction envelope XDR.' },
+      },
+      example: { unsigned_xdr: 'AAAAAgAAAAB...' },
+    },
+    status: 200,
+    response: { schema: 'SignedTransaction', list: false },
+    errors: [404],
+    result: (d: {
+      signTransaction:
+        | { __typename: 'SolanaSignedTransaction'; transaction: string; signature: string }
+        | { __typename: 'StellarSignedTransaction'; signedXdr: string; signature: string };
+    }) => {
+      const { __typename: _, ...data } = d.signTransaction;
+      return { data };
+    },
+  },
+  {
+    id: 'rpc',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/rpc',
+    tag: 'Relayers',
+    summary: "JSON-RPC to the relayer's network",
+    description:
+      'Forwards a JSON-RPC 2.0 request, or a batch (an array, at most 100 calls), to the relayer\'s RPC URLs with failover, and answers the JSON-RPC response itself (not the envelope), as the reference does. Forwarded: reads, simulation and the broadcast of transactions their own signers signed (EVM `eth_sendRawTransaction`, Solana and Stellar `sendTransaction`); any method that would sign, spend or use keys on the node (`eth_sign*`, `eth_sendTransaction`, `personal_*`, `eth_accounts`, `wallet_*`), administer it (`admin_*`, `debug_*`, `miner_*`, `txpool_*`, `anvil_*`, `hardhat_*`, `evm_*`) or keep state on one node (filters) is answered with the JSON-RPC error -32601 `Method not allowed`, its `description` saying why. A node that cannot be reached answers -33002. An ill-formed single request is a 400 naming the field; in a batch it is that call\'s -32600 error. Solana calls may be wrapped as the reference client does (`{"method": "rawRpcRequest", "params": {"method", "params"}}`). Refused (400) while the relayer is paused or disabled.',
+    document: RestRelayerRpcDocument,
+    field: { type: 'Mutation', name: 'relayerRpc' },
+    pathParams: relayerId,
+    body: {
+      variable: 'request',
+      description: 'A JSON-RPC 2.0 request or a batch of them.',
+      fields: {},
+      json: { oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }] },
+      example: { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] },
+    },
+    status: 200,
+    raw: true,
+    response: { schema: 'JsonRpcResponse', list: false },
+    errors: [404],
+    result: (d: { relayerRpc: unknown }) => ({ data: d.relayerRpc }),
+  },
+];
+
+const hex = { type: 'string', pattern: '^[0-9a-f]*$' };
+const jsonRpcId = { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] };
+
+export const directSchemas: Record<string, JsonSchema> = {
+  MessageSignature: {
+    description:
+      'EVM: r, s and sig (r ‖ s ‖ v) in hex without 0x, v 27 or 28. Solana and Stellar: the ed25519 signature (Solana base58, Stellar base64) and the public key (the relayer address).',
+    oneOf: [
+      { type: 'object', required: ['r', 's', 'v', 'sig'], properties: { r: hex, s: hex, v: { type: 'integer', enum: [27, 28] }, sig: hex } },
+      { type: 'object', required: ['signature', 'public_key'], properties: { signature: { type: 'string' }, public_key: { type: 'string' } } },
+    ],
+  },
+  SignedTransaction: {
+    description:
+      'Solana: the base64 wire transaction with the relayer signature, and that signature (base58). Stellar: the base64 envelope XDR with the relayer signature, and that signature (base64).',
+    oneOf: [
+      { type: 'object', required: ['transaction', 'signature'], properties: { transaction: { type: 'string' }, signature: { type: 'string' } } },
+      { type: 'object', required: ['signedXdr', 'signature'], properties: { signedXdr: { type: 'string' }, signature: { type: 'string' } } },
+    ],
+  },
+  JsonRpcRequest: {
+    description: 'A JSON-RPC 2.0 call: an absent `id` is taken as 1, an absent `params` as [].',
+    type: 'object',
+    required: ['method'],
+    properties: { jsonrpc: { const: '2.0' }, id: jsonRpcId, method: { type: 'string' }, params: { type: ['array', 'object'] } },
+    additionalProperties: false,
+  },
+  JsonRpcResponse: {
+    oneOf: [{ $ref: '#/components/schemas/JsonRpcAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcAnswer' } }],
+  },
+  JsonRpcAnswer: {
+    description: "The answer to one call: `result`, or `error` with `code`, `message`, `description` and the node's `data` when it gave any.",
+    type: 'object',
+    required: ['jsonrpc', 'id'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      id: jsonRpcId,
+      result: {},
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'description'],
+        properties: { code: { type: 'integer' }, message: { type: 'string' }, description: { type: 'string' }, data: {} },
+      },
+    },
+  },
+};
+
+/**
+ * The reference's route families not offered yet: every path under these prefixes (`*` one
+ * segment) answers 404 in the envelope, naming the feature, whatever the method.
+ */
+export const laterRoutes: { prefix: string[]; feature: string; paths: { method: string; path: string }[] }[] = [
+  {
+    prefix: ['api', 'v1', 'plugins'],
+    feature: 'Plugins',
+    paths: [
+      { method: 'GET', path: '/api/v1/plugins' },
+      { method: 'GET', path: '/api/v1/plugins/{plugin_id}' },
+      { method: 'PATCH', path: '/api/v1/plugins/{plugin_id}' },
+      { method: 'GET', path: '/api/v1/plugins/{plugin_id}/call' },
+      { method: 'POST', path: '/api/v1/plugins/{plugin_id}/call' },
+    ],
+  },
+  {
+    prefix: ['api', 'v1', 'relayers', '*', 'transactions', 'sponsored'],
+    feature: 'Sponsored (gasless) transactions',
+    paths: [
+      { method: 'POST', path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/quote' },
+      { method: 'POST', path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/build' },
+    ],
+  },
+  {
+    prefix: ['api', 'v1', 'api-keys'],
+    feature: 'API key management',
+    paths: [
+      { method: 'GET', path: '/api/v1/api-keys' },
+      { method: 'POST', path: '/api/v1/api-keys' },
+      { method: 'GET', path: '/api/v1/api-keys/{api_key_id}/permissions' },
+      { method: 'DELETE', path: '/api/v1/api-keys/{api_key_id}' },
+    ],
+  },
+];
+
+/** The message of a path of a feature not offered yet, or undefined. */
+export function laterFeature(segments: string[]): string | undefined {
+  const hit = laterRoutes.find((l) => l.prefix.length <= segments.length && l.prefix.every((p, i) => p === '*' || p === segments[i]));
+  return hit && `${hit.feature}: not available on this service yet`;
+}

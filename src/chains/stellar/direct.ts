@@ -1,0 +1,78 @@
+// Signing without sending (SEP-53 messages, transaction envelopes) and the JSON-RPC passthrough, for
+// Stellar relayers: the Stellar half of core/relayers/direct.ts.
+import { createHash } from 'node:crypto';
+import { TransactionBuilder } from '@stellar/stellar-sdk';
+import type { Relayer } from '../../generated/prisma/client.js';
+import { signerKey } from '../../config/signers.js';
+import { invalid } from '../../core/errors.js';
+import { findNetwork, type Runtime } from '../../core/runtime.js';
+import type { DirectOps } from '../../core/relayers/direct.js';
+import type { StellarSigner } from '../../signers/index.js';
+import { createJsonRpcClient } from '../jsonrpc.js';
+import { forwardEach } from '../passthrough.js';
+import { clientCache, endpointsOf } from '../step.js';
+
+function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
+  const signer = rt.signers.get(signerKey(relayer.signerId, 'stellar'));
+  if (signer?.kind !== 'stellar' || signer.address !== relayer.address) throw invalid(`relayer ${relayer.id} has no signer for its address on this service`);
+  return signer;
+}
+
+function networkOf(rt: Runtime, relayer: Relayer) {
+  const network = findNetwork(rt, 'stellar', relayer.network);
+  if (!network?.passphrase) throw invalid(`network "${relayer.network}" of relayer ${relayer.id} is not configured`);
+  return network as typeof network & { passphrase: string };
+}
+
+/** SEP-53: what a Stellar message signature signs, SHA-256("Stellar Signed Message:\n" ‖ message). */
+export const messageDigest = (message: string): Buffer =>
+  createHash('sha256')
+    .update(Buffer.concat([Buffer.from('Stellar Signed Message:\n'), Buffer.from(message, 'utf8')]))
+    .digest();
+
+const ALLOWED = new Set([
+  'getHealth',
+  'getNetwork',
+  'getVersionInfo',
+  'getLatestLedger',
+  'getLedgers',
+  'getLedgerEntries',
+  'getFeeStats',
+  'getTransaction',
+  'getTransactions',
+  'getEvents',
+  'simulateTransaction',
+  'sendTransaction',
+]);
+
+export function stellarRefusal(method: string): string | null {
+  if (ALLOWED.has(method)) return null;
+  return `${method} is not offered by the passthrough (the Stellar RPC reads, simulateTransaction and sendTransaction are)`;
+}
+
+const clientFor = clientCache('stellar passthrough clients', (endpoints) => createJsonRpcClient(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+
+export const stellarDirect: DirectOps = {
+  async signMessage(rt, relayer, message) {
+    const signer = signerOf(rt, relayer);
+    return { kind: 'ed25519', signature: signer.keypair.sign(messageDigest(message)).toString('base64'), publicKey: signer.address };
+  },
+  async signTransaction(rt, relayer, input) {
+    if (input.transaction != null) throw invalid('transaction: Solana relayers take it; Stellar relayers take unsigned_xdr');
+    if (!input.unsignedXdr) throw invalid('unsigned_xdr: required (a base64 transaction envelope)');
+    const signer = signerOf(rt, relayer);
+    let tx: ReturnType<typeof TransactionBuilder.fromXDR>;
+    try {
+      tx = TransactionBuilder.fromXDR(input.unsignedXdr, networkOf(rt, relayer).passphrase);
+    } catch {
+      throw invalid('unsigned_xdr: is not a base64 Stellar transaction envelope');
+    }
+    tx.sign(signer.keypair);
+    const signature = tx.signatures[tx.signatures.length - 1].signature().toString('base64');
+    return { kind: 'stellar', signedXdr: tx.toXDR(), signature };
+  },
+  rpc: {
+    refusal: stellarRefusal,
+    forward: (rt, relayer, calls) => forwardEach(rt, relayer, clientFor(rt, endpointsOf(relayer, networkOf(rt, relayer).rpcUrls)), calls),
+  },
+};

@@ -1,0 +1,94 @@
+import type { Relayer } from '../../generated/prisma/client.js';
+import { specOf } from '../../chains/families.js';
+import { invalid } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import { getRelayer } from './service.js';
+import { answerRpc, type RpcBody } from './rpc.js';
+
+// Acting as a relayer without sending anything: signing a message, typed data or a transaction the
+// caller submits itself, and the JSON-RPC passthrough to the relayer's nodes. Each chain family does
+// its part in its folder (chains/<family>/direct.ts), reached through its spec's `direct`.
+
+/** A message signature: EVM `{r, s, v, sig}` (hex without 0x, v 27 or 28), ed25519 `{signature, public_key}`. */
+export type MessageSignature = { kind: 'evm'; r: string; s: string; v: number; sig: string } | { kind: 'ed25519'; signature: string; publicKey: string };
+
+/** A transaction signed as the relayer: Solana `{transaction, signature}`, Stellar `{signedXdr, signature}`. */
+export type SignedTransaction = { kind: 'solana'; transaction: string; signature: string } | { kind: 'stellar'; signedXdr: string; signature: string };
+
+export interface SignTransactionInput {
+  /** Solana: a base64 wire transaction. */
+  transaction?: string | null;
+  /** Stellar: a base64 transaction envelope XDR. */
+  unsignedXdr?: string | null;
+}
+
+/** One call the passthrough forwards: its answer is the node's result or the node's error. */
+export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; data?: unknown } };
+
+/** What a chain family offers for these operations; an operation it leaves out is refused as not supported. */
+export interface DirectOps {
+  signMessage?(rt: Runtime, relayer: Relayer, message: string): Promise<MessageSignature>;
+  signTypedData?(rt: Runtime, relayer: Relayer, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature>;
+  signTransaction?(rt: Runtime, relayer: Relayer, input: SignTransactionInput): Promise<SignedTransaction>;
+  rpc: {
+    /** Why a method is refused, or null when it may be forwarded (a pure rule). */
+    refusal(method: string): string | null;
+    /** The family's own wrapping of a call (the reference's Solana `rawRpcRequest`), undone. */
+    unwrap?(call: { method: string; params: unknown }): { method: string; params: unknown };
+    /** Forwards calls to the relayer's RPC URLs with failover, answers in call order. */
+    forward(rt: Runtime, relayer: Relayer, calls: { method: string; params: unknown }[]): Promise<Forwarded[]>;
+  };
+}
+
+async function opsOf(relayer: Relayer): Promise<DirectOps | undefined> {
+  return specOf(relayer.networkType).direct?.();
+}
+
+/** The relayer, refused (400) while paused or disabled: such a relayer signs and forwards nothing. */
+async function activeRelayer(rt: Runtime, id: string): Promise<Relayer> {
+  const relayer = await getRelayer(rt, id);
+  if (relayer.paused) throw invalid(`relayer ${id} is paused`);
+  if (relayer.systemDisabled) {
+    const reason = relayer.disabledReason as { details?: string } | null;
+    throw invalid(`relayer ${id} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
+  }
+  return relayer;
+}
+
+const notSupported = (what: string, relayer: Relayer) => invalid(`${what} is not supported for ${specOf(relayer.networkType).label} relayers`);
+
+export async function signMessage(rt: Runtime, relayerId: string, message: string): Promise<MessageSignature> {
+  const relayer = await activeRelayer(rt, relayerId);
+  const ops = await opsOf(relayer);
+  if (!ops?.signMessage) throw notSupported('signing a message', relayer);
+  return ops.signMessage(rt, relayer, message);
+}
+
+const BYTES32 = /^(0x)?[0-9a-fA-F]{64}$/;
+
+export async function signTypedData(rt: Runtime, relayerId: string, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature> {
+  const issues = [
+    BYTES32.test(input.domainSeparator) ? null : 'domain_separator: must be 32 bytes of hex',
+    BYTES32.test(input.hashStructMessage) ? null : 'hash_struct_message: must be 32 bytes of hex',
+  ].filter(Boolean);
+  if (issues.length) throw invalid(issues.join('; '));
+  const relayer = await activeRelayer(rt, relayerId);
+  const ops = await opsOf(relayer);
+  if (!ops?.signTypedData) throw notSupported('signing typed data', relayer);
+  return ops.signTypedData(rt, relayer, input);
+}
+
+export async function signTransaction(rt: Runtime, relayerId: string, input: SignTransactionInput): Promise<SignedTransaction> {
+  const relayer = await activeRelayer(rt, relayerId);
+  const ops = await opsOf(relayer);
+  if (!ops?.signTransaction) throw notSupported('signing a transaction without sending it', relayer);
+  return ops.signTransaction(rt, relayer, input);
+}
+
+/** A JSON-RPC 2.0 request or batch for the relayer's nodes: the JSON-RPC answer (object or array). */
+export async function relayerRpc(rt: Runtime, relayerId: string, body: unknown): Promise<unknown> {
+  const relayer = await activeRelayer(rt, relayerId);
+  const ops = await opsOf(relayer);
+  if (!ops) throw notSupported('the JSON-RPC passthrough', relayer);
+  return answerRpc(body as RpcBody, ops.rpc, (calls) => ops.rpc.forward(rt, relayer, calls));
+}
