@@ -20,10 +20,13 @@ import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js'
 import { openApiDocument } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { routes as routeTable, type Route } from './routes.js';
+import type { HttpLabels } from '../../metrics/index.js';
 
 export interface RestContext {
   requestId: string;
   caller: string;
+  /** Metrics labels of the request: the adapter names the route template it matched. */
+  labels?: HttpLabels;
 }
 
 /** Largest request body read, in bytes. */
@@ -144,6 +147,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       request,
       requestId: ctx.requestId,
       caller: ctx.caller,
+      labels: ctx.labels,
       params: { query: c.source, operationName: c.operationName, variables },
     } as never);
     const contextValue = await enveloped.contextFactory();
@@ -209,12 +213,14 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       const url = new URL(request.url);
       const path = normalise(url.pathname);
       if (isPublicPath(path)) {
+        if (ctx.labels) ctx.labels.endpoint = path;
         if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
         if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
         return new Response((docs ??= docsPage(JSON.parse(openApiText()))), { headers: { 'content-type': 'text/html; charset=utf-8' } });
       }
       const found = match(compiled, path.split('/').slice(1));
       if (!found.length) return fail(404, 'Not Found', `no route ${path}`);
+      if (ctx.labels) ctx.labels.endpoint = found[0].c.route.path;
       const hit = found.find((f) => f.c.route.method === request.method);
       if (!hit) {
         const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
