@@ -41,6 +41,7 @@ async function main() {
         { signal, timeoutMs: env.shutdownTimeoutMs },
         `shutdown did not finish within ${env.shutdownTimeoutMs} ms (SHUTDOWN_TIMEOUT_MS); exiting with status 1`,
       );
+      service.abandon();
       process.exit(1);
     }, env.shutdownTimeoutMs).unref();
     log.info({ signal, requests: answering }, 'shutting down: no new connections; finishing the requests in progress');

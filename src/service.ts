@@ -34,6 +34,8 @@ export interface Service {
   metricsPort?: number;
   /** Stops the work (finishing the current steps), gives this instance's leases back, closes the database and the devnet. */
   stop(): Promise<void>;
+  /** When a stop takes too long: signals the devnet to stop, so the process leaves nothing running behind it. */
+  abandon(): void;
 }
 
 export class StartupError extends Error {}
@@ -111,6 +113,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     app,
     apiKey,
     metricsPort: metrics?.port,
+    abandon: () => void devnet?.process.kill('SIGTERM'),
     async stop() {
       // Each stage is logged: an operator watching a drain sees where it is.
       log.info('stopping workers: finishing the current steps');
