@@ -166,3 +166,31 @@ async function rpc(url: string, method: string, params: unknown[]): Promise<stri
   });
   return (await res.json()).result;
 }
+
+describe('work waiting', () => {
+  it('a transaction and a webhook no worker has taken show as due, with their age', async () => {
+    const receiver = await startReceiver();
+    // No workers: what is accepted stays due.
+    const service = await startTestService({
+      anvil: true,
+      config: hookConfig(receiver.url),
+      workers: false,
+      env: { METRICS_ENABLED: 'true', METRICS_PORT: '0' },
+    });
+    try {
+      const sent = await service.request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: 1 });
+      expect(sent.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1_500));
+      const all = parse(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
+      expect(find(all, 'relayer_transactions').map((s) => [s.labels.relayer_id, s.labels.status, s.value])).toEqual([['evm-relayer', 'pending', 1]]);
+      expect(sum(all, 'relayer_transactions_due')).toBe(1);
+      expect(sum(all, 'relayer_transactions_oldest_due_age_seconds')).toBeGreaterThanOrEqual(1);
+      expect(sum(all, 'relayer_webhook_deliveries_pending')).toBe(1);
+      expect(sum(all, 'relayer_webhook_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(1);
+      expect(receiver.received).toEqual([]);
+    } finally {
+      await service.stop();
+      await receiver.close();
+    }
+  }, 60_000);
+});
