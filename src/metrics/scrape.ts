@@ -21,13 +21,17 @@ type Balance = { relayerId: string; network: string; value: number };
 export function watchDatabase(rt: Runtime) {
   const registers = [rt.metrics.registry];
   let snapshot: { at: number; value: Promise<Snapshot> } | undefined;
-  const read = () => {
+  // A database that does not answer leaves these gauges out of the scrape; the others are still served.
+  const read = (): Promise<Snapshot | undefined> => {
     if (!snapshot || Date.now() - snapshot.at > SNAPSHOT_MS) {
       const value = readSnapshot(rt);
       snapshot = { at: Date.now(), value };
-      value.catch(() => (snapshot = undefined));
+      value.catch((err) => {
+        if (snapshot?.value === value) snapshot = undefined;
+        rt.log.warn({ err }, 'metrics: the database gauges could not be read');
+      });
     }
-    return snapshot.value;
+    return snapshot.value.catch(() => undefined);
   };
   new Gauge({
     name: 'relayer_transactions',
@@ -37,7 +41,7 @@ export function watchDatabase(rt: Runtime) {
     async collect() {
       const s = await read();
       this.reset();
-      for (const r of s.byStatus) this.set({ relayer_id: r.relayer_id, status: r.status }, r.n);
+      for (const r of s?.byStatus ?? []) this.set({ relayer_id: r.relayer_id, status: r.status }, r.n);
     },
   });
   const simple = (name: string, help: string, pick: (s: Snapshot) => number | null) =>
@@ -46,7 +50,9 @@ export function watchDatabase(rt: Runtime) {
       help,
       registers,
       async collect() {
-        this.set(pick(await read()) ?? 0);
+        const s = await read();
+        this.reset();
+        if (s) this.set(pick(s) ?? 0);
       },
     });
   simple('relayer_transactions_due', 'Transactions due for a step now and not held by a worker', (s) => s.due.n);
@@ -54,7 +60,7 @@ export function watchDatabase(rt: Runtime) {
   simple('relayer_webhook_deliveries_pending', 'Webhook deliveries not delivered yet (including those waiting to retry)', (s) => s.undelivered.n);
   simple('relayer_webhook_oldest_pending_age_seconds', 'Age of the oldest webhook delivery not delivered yet (0 when none)', (s) => s.undelivered.age);
 
-  let balances: { at: number; value: Promise<Balance[]> } | undefined;
+  let balances: { at: number; value: Promise<unknown> } | undefined;
   let last: Balance[] = [];
   new Gauge({
     name: 'relayer_balance',
@@ -63,7 +69,10 @@ export function watchDatabase(rt: Runtime) {
     registers,
     async collect() {
       if (!balances || Date.now() - balances.at > BALANCE_MS) {
-        const value = readBalances(rt).then((b) => (last = b));
+        const value = readBalances(rt).then(
+          (b) => (last = b),
+          (err) => rt.log.warn({ err }, 'metrics: the relayers could not be read for their balances'),
+        );
         balances = { at: Date.now(), value };
       }
       await Promise.race([balances.value, new Promise((r) => setTimeout(r, BALANCE_WAIT_MS).unref())]);
