@@ -43,7 +43,7 @@ async function main() {
       );
       service.abandon();
       process.exit(1);
-    }, env.shutdownTimeoutMs).unref();
+    }, env.shutdownTimeoutMs);
     log.info({ signal, requests: answering }, 'shutting down: no new connections; finishing the requests in progress');
     server.close();
     server.closeIdleConnections();
