@@ -194,3 +194,40 @@ describe('work waiting', () => {
     }
   }, 60_000);
 });
+
+describe('chain trouble', () => {
+  it('a chain that stops mining shows as resubmissions; a nonce used behind the relayer’s back as a nonce correction at the next start', async () => {
+    let service = await startTestService({ anvil: true, env: { METRICS_ENABLED: 'true', METRICS_PORT: '0' } });
+    try {
+      const url = service.anvil!.url;
+      const metrics = async () => parse(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
+      const relayer = { relayer_id: 'evm-relayer' };
+      await waitFor(async () => (await service.rt.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce !== null, 'the relayer check');
+      await rpc(url, 'evm_setAutomine', [false]);
+      const sent = await service.request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: 2 });
+      expect(sent.status).toBe(200);
+      const id = (await sent.json()).data.id;
+      await waitFor(async () => sum(await metrics(), 'relayer_transaction_resubmissions_total', relayer) >= 1, 'a resubmission', 30_000);
+      await rpc(url, 'evm_setAutomine', [true]);
+      await rpc(url, 'evm_mine', []);
+      await waitFor(
+        async () => (await (await service.request('GET', `/api/v1/relayers/evm-relayer/transactions/${id}`)).json()).data.status === 'confirmed',
+        'confirmed',
+        30_000,
+      );
+      expect(sum(await metrics(), 'relayer_nonce_reconciliations_total')).toBe(0);
+
+      // Someone else uses the account's next nonce; the start-up check moves the counter up to the chain.
+      await rpc(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: RECEIVER, value: '0x1' }]);
+      service = await service.restart();
+      await waitFor(
+        async () => sum(await metrics(), 'relayer_nonce_reconciliations_total', { ...relayer, change: 'moved_up' }) === 1,
+        'the nonce correction',
+        30_000,
+      );
+      expect((await service.rt.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce).toBe(2n);
+    } finally {
+      await service.stop();
+    }
+  }, 120_000);
+});
