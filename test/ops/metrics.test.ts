@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseEnv } from '../../src/config/env.js';
 import { hookConfig } from '../notifications/helpers.js';
 import { startReceiver, waitFor } from '../notifications/receiver.js';
 import { DEV_ADDRESS, type evmConfig, startTestService, type TestService } from '../support/service.js';
@@ -230,4 +231,18 @@ describe('chain trouble', () => {
       await service.stop();
     }
   }, 120_000);
+});
+
+describe('settings', () => {
+  it('metrics are off unless METRICS_ENABLED, on port 8081 by default; bad values are refused by name', () => {
+    expect(parseEnv({}).metrics).toEqual({ enabled: false, port: 8081 });
+    expect(parseEnv({}).shutdownTimeoutMs).toBe(10_000);
+    expect(parseEnv({ METRICS_ENABLED: 'true', METRICS_PORT: '9100', SHUTDOWN_TIMEOUT_MS: '2500' })).toMatchObject({
+      metrics: { enabled: true, port: 9100 },
+      shutdownTimeoutMs: 2500,
+    });
+    expect(() => parseEnv({ METRICS_ENABLED: 'sometimes', METRICS_PORT: '70000', SHUTDOWN_TIMEOUT_MS: '-1' })).toThrow(
+      /METRICS_ENABLED: must be true or false[\s\S]*METRICS_PORT[\s\S]*SHUTDOWN_TIMEOUT_MS/,
+    );
+  });
 });
