@@ -10,6 +10,8 @@ import { authenticate } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
 import type { Runtime } from './core/runtime.js';
+import type { HttpLabels } from './metrics/index.js';
+import { operationLabels } from './api/graphql/metrics.js';
 
 export interface App {
   fetch(request: Request): Promise<Response>;
@@ -19,7 +21,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** The whole HTTP surface as one Fetch handler: node:http serves it in main, tests call it directly. */
 export function createApp(rt: Runtime, apiKey: string): App {
-  const yoga = createYoga<{ requestId: string; caller: string }, Context>({
+  const yoga = createYoga<{ requestId: string; caller: string; labels?: HttpLabels }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
@@ -30,15 +32,16 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
-    plugins: [limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status)],
+    plugins: [limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status), operationLabels(rt.metrics)],
     maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
   const rest = createRestHandler(yoga, rt);
 
-  async function handle(request: Request, requestId: string): Promise<Response> {
+  async function handle(request: Request, requestId: string, labels: HttpLabels): Promise<Response> {
     const { pathname } = new URL(request.url);
     if (pathname === '/v1/health' || pathname === '/v1/health/') {
+      labels.endpoint = '/v1/health';
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
     if (request.method === 'GET') {
@@ -48,6 +51,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
     const isGraphQL = pathname === '/graphql';
     const isRest = pathname.startsWith('/api/v1');
     if (!isGraphQL && !isRest) return rest.notFound();
+    if (isGraphQL) labels.endpoint = '/graphql';
     // The GraphiQL page holds no data; the operations it sends carry the token like any other.
     const wantsGraphiQL = isGraphQL && request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
     const token = authenticate(request.headers.get('authorization'), apiKey);
@@ -57,10 +61,10 @@ export function createApp(rt: Runtime, apiKey: string): App {
         : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
     const caller = token ? callerKey(token) : 'anonymous';
-    if (!isGraphQL) return rest.handle(request, { requestId, caller });
+    if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
     const bounded = await bodyWithin(request);
     if (!bounded) return tooLarge();
-    const response = await yoga.handleRequest(bounded, { requestId, caller });
+    const response = await yoga.handleRequest(bounded, { requestId, caller, labels });
     if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
     return response;
   }
@@ -71,15 +75,18 @@ export function createApp(rt: Runtime, apiKey: string): App {
       const given = request.headers.get('x-request-id');
       const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
       let response: Response;
+      const labels: HttpLabels = { endpoint: 'unmatched', operation: '' };
       try {
-        response = await handle(request, requestId);
+        response = await handle(request, requestId, labels);
       } catch (err) {
         rt.log.error({ err, requestId }, 'request failed');
         response = rest.internalError();
       }
       response.headers.set('x-request-id', requestId);
       const { pathname } = new URL(request.url);
-      rt.log.info({ requestId, method: request.method, path: pathname, status: response.status, ms: Math.round(performance.now() - started) }, 'request');
+      const ms = performance.now() - started;
+      rt.metrics.request(request.method, labels, response.status, ms / 1000);
+      rt.log.info({ requestId, method: request.method, path: pathname, status: response.status, ms: Math.round(ms) }, 'request');
       return response;
     },
   };

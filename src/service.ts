@@ -18,6 +18,10 @@ import { createState } from './core/state.js';
 import type { Runtime } from './core/runtime.js';
 import { startWorkers } from './core/worker.js';
 import { loadFamilies } from './core/transactions/family.js';
+import { releaseAll } from './db/lease.js';
+import { createMetrics } from './metrics/index.js';
+import { watchDatabase } from './metrics/scrape.js';
+import { startMetricsServer } from './metrics/server.js';
 
 // The chain families' pipelines, from the one list of families (chains/families.ts).
 await loadFamilies();
@@ -26,7 +30,12 @@ export interface Service {
   rt: Runtime;
   app: App;
   apiKey: string;
+  /** The port of the metrics server (METRICS_ENABLED), once listening. */
+  metricsPort?: number;
+  /** Stops the work (finishing the current steps), gives this instance's leases back, closes the database and the devnet. */
   stop(): Promise<void>;
+  /** When a stop takes too long: signals the devnet to stop, so the process leaves nothing running behind it. */
+  abandon(): void;
 }
 
 export class StartupError extends Error {}
@@ -81,10 +90,21 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
     state: createState(),
+    metrics: createMetrics(),
     wake: () => {},
     handOff: null,
     wakeDeliveries: () => {},
   };
+  watchDatabase(rt);
+  const metrics = env.metrics.enabled
+    ? await startMetricsServer(rt.metrics.registry, env.host, env.metrics.port, log).catch(async (e: Error) => {
+        await db.close();
+        redis?.publish.disconnect();
+        redis?.subscribe.disconnect();
+        await devnet?.stop();
+        throw new StartupError(`metrics: cannot listen on ${env.host}:${env.metrics.port}: ${e.message}`);
+      })
+    : undefined;
   const workers = opts.workers === false ? undefined : startWorkers(rt);
   const app = createApp(rt, apiKey);
   log.info({ database: db.kind, relayers: config.relayers.length, instance: rt.instanceId }, 'relayer service ready');
@@ -92,12 +112,24 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     rt,
     app,
     apiKey,
+    metricsPort: metrics?.port,
+    abandon: () => void devnet?.process.kill('SIGTERM'),
     async stop() {
+      // Each stage is logged: an operator watching a drain sees where it is.
+      log.info('stopping workers: finishing the current steps');
       await workers?.stop();
+      // Nothing here works on a row any more: another instance may take this one's rows at once.
+      const released = await Promise.all([releaseAll(rt, 'transactions'), releaseAll(rt, 'deliveries')]);
+      log.info({ transactions: released[0], deliveries: released[1] }, 'workers stopped; leases released');
+      await metrics?.stop();
       await db.close();
       redis?.publish.disconnect();
       redis?.subscribe.disconnect();
-      await devnet?.stop();
+      log.info('database closed');
+      if (devnet) {
+        await devnet.stop();
+        log.info('devnet stopped');
+      }
     },
   };
 }

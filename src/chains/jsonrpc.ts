@@ -24,6 +24,8 @@ export type JsonRpcClientOptions = {
   checkResult?: (method: string, result: unknown) => boolean;
   /** Prefix of construction errors. */
   label?: string;
+  /** Told of every call (a batch counts once, as `batch:<first method>`): outcome ok, error (the node's verdict) or unavailable. */
+  observe?: (method: string, outcome: 'ok' | 'error' | 'unavailable', seconds: number) => void;
 };
 
 export type EndpointStatus = {
@@ -217,7 +219,21 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
     });
   }
 
-  async function withFailover<T>(what: string, attemptOn: (ep: Endpoint) => Promise<T>): Promise<T> {
+  async function withFailover<T>(method: string, what: string, attemptOn: (ep: Endpoint) => Promise<T>): Promise<T> {
+    if (!opts.observe) return failover(what, attemptOn);
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const result = await failover(what, attemptOn);
+      opts.observe(method, 'ok', seconds());
+      return result;
+    } catch (e) {
+      opts.observe(method, e instanceof JsonRpcError ? 'error' : 'unavailable', seconds());
+      throw e;
+    }
+  }
+
+  async function failover<T>(what: string, attemptOn: (ep: Endpoint) => Promise<T>): Promise<T> {
     const order = attemptOrder();
     const failures: { host: string; error: string }[] = [];
     for (let attempt = 0; attempt <= retries; attempt++) {
@@ -249,7 +265,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   }
 
   function request<T = unknown>(method: string, params: JsonRpcParams = []): Promise<T> {
-    return withFailover(method, (ep) => send(ep, method, params)) as Promise<T>;
+    return withFailover(method, method, (ep) => send(ep, method, params)) as Promise<T>;
   }
 
   async function batch<T = unknown>(calls: RpcCall[], bopts: { chunk?: number } = {}): Promise<RpcOutcome<T>[]> {
@@ -266,7 +282,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
                 throw e;
               },
             )
-          : withFailover(`batch of ${chunk.length} (${chunk[0].method})`, (ep) => sendBatch(ep, chunk)),
+          : withFailover(`batch:${chunk[0].method}`, `batch of ${chunk.length} (${chunk[0].method})`, (ep) => sendBatch(ep, chunk)),
       ),
     );
     return answers.flat() as RpcOutcome<T>[];

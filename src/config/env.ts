@@ -37,6 +37,9 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
+  METRICS_ENABLED: bool.default(false),
+  METRICS_PORT: port.default(8081),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
 });
 
 export type Env = {
@@ -58,6 +61,10 @@ export type Env = {
   instanceId?: string;
   /** Fault injection for tests only (src/lib/crash.ts). */
   crashAt?: string;
+  /** Prometheus metrics on their own port (the reference system's METRICS_ENABLED, METRICS_PORT). */
+  metrics: { enabled: boolean; port: number };
+  /** How long SIGTERM/SIGINT may take to drain before the process exits non-zero. */
+  shutdownTimeoutMs: number;
 };
 
 /** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */
@@ -112,5 +119,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
     crashAt: e.RELAYER_CRASH_AT,
+    metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
 }

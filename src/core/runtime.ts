@@ -9,6 +9,7 @@ import type { Transaction } from '../generated/prisma/client.js';
 import type { Bucket } from '../lib/bucket.js';
 import type { Crash } from '../lib/crash.js';
 import type { Logger } from '../lib/log.js';
+import type { Metrics } from '../metrics/index.js';
 
 /** Live events carry the transaction row as it was at the change, so subscribers see every step. */
 export type Topics = {
@@ -32,6 +33,8 @@ export interface Runtime {
    * (core/state.ts), created on first use. Modules keep none of their own.
    */
   state: StateOf;
+  /** This runtime's Prometheus metrics (src/metrics): its own registry. */
+  metrics: Metrics;
   /** A named crash point (fault-injection tests; does nothing unless RELAYER_CRASH_AT names it). */
   crash: Crash;
   /** Tells the transaction worker that new work is due now rather than at its next poll. */

@@ -79,3 +79,8 @@ export async function claimRow(prisma: Db, table: 'transactions' | 'deliveries',
   );
   return n > 0;
 }
+
+/** Gives back every lease `rt.instanceId` holds on a work table (its workers have stopped); returns how many. */
+export function releaseAll(rt: Pick<Runtime, 'db' | 'instanceId'>, table: 'transactions' | 'deliveries'): Promise<number> {
+  return rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, rt.instanceId);
+}

@@ -8,6 +8,7 @@ import { emitTransactionUpdates } from '../../src/core/notifications/events.js';
 import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { saveTransactions } from '../../src/core/transactions/store.js';
 import type { Runtime } from '../../src/core/runtime.js';
+import { createMetrics } from '../../src/metrics/index.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
@@ -140,6 +141,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       prisma: db.prisma,
       pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) },
       wakeDeliveries: () => {},
+      metrics: createMetrics(),
     } as unknown as Runtime;
     const sentAt = new Date('2030-01-01T00:00:00.123Z');
     const dueAt = new Date('2030-01-01T00:00:05.456Z');
@@ -183,6 +185,12 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       [a.id, 'transaction:id:sent'],
       [b.id, 'transaction:id:sent'],
       [b.id, 'transaction:id:submitted'],
+    ]);
+    // The status-change counter counts what the outbox reported, passed-through statuses included.
+    const counted = (await rt.metrics.registry.getSingleMetric('relayer_transaction_status_changes_total')!.get()).values;
+    expect(counted.map((v) => [v.labels.status, v.value]).sort()).toEqual([
+      ['sent', 2],
+      ['submitted', 1],
     ]);
   });
 });

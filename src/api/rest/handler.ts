@@ -21,10 +21,13 @@ import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js'
 import { openApiDocument } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { routes as routeTable, type Route } from './routes.js';
+import type { HttpLabels } from '../../metrics/index.js';
 
 export interface RestContext {
   requestId: string;
   caller: string;
+  /** Metrics labels of the request: the adapter names the route template it matched. */
+  labels?: HttpLabels;
 }
 
 /** Largest request body read, in bytes. */
@@ -145,6 +148,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       request,
       requestId: ctx.requestId,
       caller: ctx.caller,
+      labels: ctx.labels,
       params: { query: c.source, operationName: c.operationName, variables },
     } as never);
     const contextValue = await enveloped.contextFactory();
@@ -211,6 +215,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       const url = new URL(request.url);
       const path = normalise(url.pathname);
       if (isPublicPath(path)) {
+        if (ctx.labels) ctx.labels.endpoint = path;
         if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
         if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
         return new Response((docs ??= docsPage(JSON.parse(openApiText()))), {
@@ -222,6 +227,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
         const later = laterFeature(path.split('/').slice(1));
         return fail(404, 'Not Found', later ?? `no route ${path}`);
       }
+      if (ctx.labels) ctx.labels.endpoint = found[0].c.route.path;
       const hit = found.find((f) => f.c.route.method === request.method);
       if (!hit) {
         const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');

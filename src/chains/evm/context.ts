@@ -7,6 +7,7 @@ import type { EvmSigner } from '../../signers/index.js';
 import { createEvmRpc, type EvmRpc } from './rpc.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
+import { rpcObserver } from '../../metrics/rpc.js';
 
 /** Everything the pipeline needs to act for one EVM relayer, resolved from its row and the config. */
 export interface EvmContext {
@@ -45,11 +46,15 @@ export function rpcEndpoints(_rt: Pick<Runtime, 'config'>, relayer: Relayer, net
 }
 
 export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
-  return rt
-    .state(CLIENTS)
-    .getOrCreate(JSON.stringify(endpoints), () =>
-      createEvmRpc(endpoints, { timeoutMs: 8_000, retries: Math.max(2, endpoints.length), cooldownMs: 15_000, logger: rt.log }),
-    );
+  return rt.state(CLIENTS).getOrCreate(JSON.stringify(endpoints), () =>
+    createEvmRpc(endpoints, {
+      timeoutMs: 8_000,
+      retries: Math.max(2, endpoints.length),
+      cooldownMs: 15_000,
+      logger: rt.log,
+      observe: rpcObserver(rt, 'evm', endpoints),
+    }),
+  );
 }
 
 export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {

@@ -128,4 +128,5 @@ export const evmFamily: ChainFamily<'evm'> = {
   checkRelayer,
   cancel,
   replace,
+  balance: (rt, relayer) => evmContext(rt, relayer).rpc.request<Hex>('eth_getBalance', [relayer.address, 'latest']).then(BigInt),
 };

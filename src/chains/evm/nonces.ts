@@ -38,6 +38,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     const [r] = await rt.prisma.$queryRaw<{ next: bigint }[]>`
       UPDATE relayers SET next_nonce = GREATEST(COALESCE(next_nonce, 0), ${pending}) WHERE id = ${id} RETURNING next_nonce AS next`;
     if (row.nextNonce !== null) rt.log.info({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter moved up to the chain');
+    if (row.nextNonce !== null) rt.metrics.nonceReconciliations.inc({ relayer_id: id, change: 'moved_up' });
     return { next: BigInt(r.next), filled: [] };
   }
   if (row.nextNonce === pending) return { next: pending, filled: [] };
@@ -48,6 +49,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     WHERE id = ${id} AND next_nonce = ${row.nextNonce}
       AND NOT EXISTS (SELECT 1 FROM transactions WHERE relayer_id = ${id} AND nonce >= ${pending})`;
   if (lowered > 0) {
+    rt.metrics.nonceReconciliations.inc({ relayer_id: id, change: 'moved_back' });
     rt.log.warn(
       { relayerId: id, from: row.nextNonce.toString(), to: pending.toString() },
       'nonce counter was ahead of the chain with no transaction holding those nonces: moved back',
@@ -64,6 +66,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     if (taken.has(n.toString())) continue;
     if (await fillGap(rt, ctx, n)) filled.push(n);
   }
+  if (filled.length > 0) rt.metrics.nonceReconciliations.inc({ relayer_id: id, change: 'gaps_filled' });
   return { next: row.nextNonce, filled };
 }
 

@@ -90,6 +90,7 @@ async function processRelayer(rt: Runtime, relayer: Relayer, txs: Transaction[])
       else if (w.st.phase === 'signed') toBroadcast.push(w);
       else if (w.st.phase === 'broadcast' && dueForResubmit(ctx, w, now, line.since, latest)) {
         toSign.push(w);
+        rt.metrics.resubmissions.inc({ relayer_id: relayer.id });
         if (w.behind) stuckAbove = true;
       }
     }

@@ -1,5 +1,13 @@
 import { custom, type Transport } from 'viem';
-import { createJsonRpcClient, JsonRpcError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
+import {
+  createJsonRpcClient,
+  JsonRpcError,
+  type JsonRpcClientOptions,
+  type EndpointStatus,
+  type RpcCall,
+  type RpcLogger,
+  type RpcOutcome,
+} from '../jsonrpc.js';
 import { isEvmResultShape } from './results.js';
 
 export { RpcUnavailableError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
@@ -16,6 +24,7 @@ export type EvmRpcOptions = {
   cooldownMs?: number;
   maxCooldownMs?: number;
   logger?: RpcLogger;
+  observe?: JsonRpcClientOptions['observe'];
 };
 
 export type EvmRpc = {
@@ -54,6 +63,7 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     cooldownMs: opts.cooldownMs,
     maxCooldownMs: opts.maxCooldownMs ?? 5 * 60_000,
     logger: opts.logger,
+    observe: opts.observe,
     isTransient: isTransientRpcError,
     checkResult: isEvmResultShape,
     label: 'createEvmRpc',

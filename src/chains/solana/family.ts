@@ -10,6 +10,7 @@ import type { TransactionPatch } from '../../core/transactions/store.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
+import { rpcObserver } from '../../metrics/rpc.js';
 import { clientCache, contextForCheck, endpointsOf, long, relayerOfStep, saveStep } from '../step.js';
 import { SolanaRequestError } from './errors.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
@@ -51,7 +52,9 @@ interface SolanaState {
 
 const DEFAULT_SLOT_MS = 400;
 
-const rpcFor = clientCache('solana rpc clients', (endpoints) => createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('solana rpc clients', (endpoints, rt) =>
+  createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000, observe: rpcObserver(rt, 'solana', endpoints) }),
+);
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
@@ -169,6 +172,7 @@ async function resign(rt: Runtime, c: Ctx, tx: Transaction, _state: SolanaState,
     throw e;
   }
   rt.crash('solana.resign.signed');
+  rt.metrics.resubmissions.inc({ relayer_id: tx.relayerId });
   const next = stateOf(prepared, 'resign', signings);
   await saveStep(rt, tx, { hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(next) }, 0);
 }

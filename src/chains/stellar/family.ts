@@ -21,6 +21,7 @@ import { createStellarRpc, type StellarRpc } from './rpc.js';
 import { attributeSequence, nextSequenceMove, type SequenceAttribution } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
 import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp, type StellarSubmitOutcome } from './status.js';
+import { rpcObserver } from '../../metrics/rpc.js';
 import { clientCache, contextForCheck, endpointsOf, FINAL_STATUSES, long, relayerOfStep, saveStep } from '../step.js';
 import { isUniqueViolation } from '../../db/errors.js';
 
@@ -68,7 +69,9 @@ interface StellarState {
 const DEFAULT_LEDGER_MS = 5_000;
 const RESEND_EVERY = 5;
 
-const rpcFor = clientCache('stellar rpc clients', (endpoints) => createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000 }));
+const rpcFor = clientCache('stellar rpc clients', (endpoints, rt) =>
+  createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000, observe: rpcObserver(rt, 'stellar', endpoints) }),
+);
 
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
@@ -490,6 +493,7 @@ async function resequence(
     // The rows at the target that ended without using it give it up (their records keep sequence_number).
     await freeNonceOfFinal(rt, relayerId, target);
   }
+  rt.metrics.resubmissions.inc({ relayer_id: tx.relayerId });
   let saved: Transaction | null;
   try {
     saved = await saveStep(

@@ -79,6 +79,7 @@ async function attempt(rt: Runtime, poster: Poster, d: Claimed): Promise<void> {
   const attempts = d.attempts + 1;
   const outcome = decide(result, attempts, Date.now() - d.createdAt.getTime(), rt.env.webhook);
   await recordOutcome(rt, d, attempts, outcome);
+  rt.metrics.deliveries.inc({ outcome: outcome.status === 'delivered' ? 'success' : outcome.status === 'pending' ? 'retry' : 'failed' });
   const fields = { deliveryId: id, event: d.event, notificationId: d.notificationId, attempts, statusCode: outcome.statusCode, ms: Date.now() - started };
   if (outcome.status === 'delivered') rt.log.debug(fields, 'webhook delivered');
   else if (outcome.status === 'failed') rt.log.warn({ ...fields, error: outcome.error }, 'webhook delivery failed for good');

@@ -43,6 +43,7 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
     const after = updated.systemDisabled ? JSON.stringify(updated.disabledReason) : null;
     if (before !== after) await emitRelayerState(db, updated);
     if (failure && before !== after) rt.log.warn({ relayerId: relayer.id, reason: failure }, 'relayer disabled');
+    if (failure && !current.systemDisabled) rt.metrics.relayersDisabled.inc({ relayer_id: relayer.id });
     if (!failure && before) rt.log.info({ relayerId: relayer.id }, 'relayer enabled again');
     return updated;
   });

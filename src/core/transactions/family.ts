@@ -33,6 +33,8 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   replace?(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction>;
   /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
+  /** The relayer account's balance in the chain's smallest unit (metrics read it, cached). */
+  balance?(rt: Runtime, relayer: Relayer): Promise<bigint>;
 }
 
 /** Every family's pipeline by network type. */

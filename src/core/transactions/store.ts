@@ -316,5 +316,6 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     return reported;
   });
   for (const tx of events) publishTransaction(rt, tx);
+  rt.metrics.statusChanged(events);
   return saved;
 }
