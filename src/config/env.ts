@@ -30,6 +30,7 @@ const schema = z.object({
   WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
+  SIGNER_STORE_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
 });
 
@@ -49,6 +50,8 @@ export type Env = {
   webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
+  /** Passphrase of the keystores of signers created through the API (stored encrypted in the database). */
+  signerStoreKey?: string;
   /** Fault injection for tests only (src/lib/crash.ts). */
   crashAt?: string;
 };
@@ -85,6 +88,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     },
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
+    signerStoreKey: e.SIGNER_STORE_KEY,
     crashAt: e.RELAYER_CRASH_AT,
   };
 }

@@ -9,7 +9,8 @@ const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).di
 /**
  * Writes the file's notifications and relayers into the database. An entry is written only when it
  * differs from what was applied last time, so a restart with the same file changes nothing and
- * changes made through the API survive it; an edited entry replaces the stored one.
+ * changes made through the API survive it; an edited entry replaces the stored one. A relayer
+ * deleted through the API (a tombstone) stays deleted.
  */
 export async function syncConfig(prisma: Db, config: Config, signers: SignerRegistry): Promise<void> {
   for (const n of config.notifications) {
@@ -21,7 +22,9 @@ export async function syncConfig(prisma: Db, config: Config, signers: SignerRegi
   }
 
   const problems: string[] = [];
+  const deleted = new Set((await prisma.tombstone.findMany({ where: { kind: 'relayer' }, select: { id: true } })).map((t) => t.id));
   for (const r of config.relayers) {
+    if (deleted.has(r.id)) continue;
     const signer = signers.get(signerKey(r.signerId, r.networkType));
     if (!signer) continue;
     const { where, ...entry } = r;
