@@ -34,7 +34,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
 
   async function handle(request: Request, requestId: string): Promise<Response> {
     const { pathname } = new URL(request.url);
-    if (pathname === '/v1/health' || pathname === '/v1/health/') {
+    if (/^(\/api)?\/v1\/health\/?$/.test(pathname)) {
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
     const isGraphQL = pathname === '/graphql';

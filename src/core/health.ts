@@ -77,7 +77,10 @@ async function probeNetwork(network: Network): Promise<void> {
 }
 
 async function fileDescriptors() {
-  const count = await readdir('/proc/self/fd').then((l) => l.length, () => 0);
+  const count = await readdir('/proc/self/fd').then(
+    (l) => l.length,
+    () => 0,
+  );
   const limits = await readFile('/proc/self/limits', 'utf8').catch(() => '');
   const limit = Number(/Max open files\s+(\d+)/.exec(limits)?.[1] ?? 0);
   return { fd_count: count, fd_limit: limit, fd_usage_percent: limit ? Math.round((count / limit) * 100) : 0 };
@@ -95,7 +98,12 @@ async function checkReadiness(rt: Runtime): Promise<Readiness> {
     failures.push(`database: ${database.error}`);
   }
 
-  const pool = (connected: boolean, error?: string): Pool => ({ connected, available: connected ? 1 : 0, max_size: rt.redisPing ? 1 : 0, ...(error ? { error } : {}) });
+  const pool = (connected: boolean, error?: string): Pool => ({
+    connected,
+    available: connected ? 1 : 0,
+    max_size: rt.redisPing ? 1 : 0,
+    ...(error ? { error } : {}),
+  });
   let redis: Readiness['components']['redis'] = { status: 'healthy', configured: false, primary_pool: pool(false), reader_pool: pool(false) };
   if (rt.redisPing) {
     try {

@@ -81,9 +81,10 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
     const api = new Set(rows.map((r) => r.id));
     const gone = new Set(stones.map((s) => s.id));
     const fromFile = [...rt.config.signers.keys()].filter((id) => !api.has(id) && !gone.has(id));
-    return [...[...api].map((id) => ({ id, type: 'local' as const, source: 'api' as const })), ...fromFile.map((id) => ({ id, type: 'local' as const, source: 'config' as const }))].sort(
-      (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-    );
+    return [
+      ...[...api].map((id) => ({ id, type: 'local' as const, source: 'api' as const })),
+      ...fromFile.map((id) => ({ id, type: 'local' as const, source: 'config' as const })),
+    ].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   };
   return paged(
     p,

@@ -99,7 +99,9 @@ function match(compiled: CompiledRoute[], segments: string[]) {
     }
     if (ok) found.push({ c, params });
   }
-  return found;
+  // A literal segment wins over a parameter: DELETE …/transactions/pending is not a cancel of "pending".
+  const literals = (c: CompiledRoute) => c.segments.filter((s) => typeof s === 'string').length;
+  return found.sort((a, b) => literals(b.c) - literals(a.c));
 }
 
 const MAX_ISSUES = 20;
@@ -200,7 +202,11 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
 
   return {
     routes: compiled,
-    isPublic: (request: Request) => request.method === 'GET' && isPublicPath(normalise(new URL(request.url).pathname)),
+    isPublic: (request: Request) => {
+      const path = normalise(new URL(request.url).pathname);
+      if (request.method !== 'GET') return false;
+      return isPublicPath(path) || match(compiled, path.split('/').slice(1)).some((f) => f.c.route.public && f.c.route.method === 'GET');
+    },
     notFound: () => fail(404, 'Not Found', 'no such route'),
     unauthorized: () => failWith('UNAUTHORIZED'),
     internalError: () => failWith('INTERNAL'),
@@ -226,6 +232,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
 
       const result = await execute(hit.c, variables, request, ctx);
       if (result.errors?.length) return errorResponse(result.errors[0]);
+      if (hit.c.route.respond) return hit.c.route.respond(result.data);
       const out = hit.c.route.result(result.data);
       return ok(out.data, out.pagination, hit.c.route.status);
     },

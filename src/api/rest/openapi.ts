@@ -1,5 +1,6 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
+import { entitySchemas } from './entities.js';
 import { recordSchemas, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
@@ -83,6 +84,7 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     message: httpOf.RATE_LIMITED.message!,
     description: "The caller's request budget is spent; retry after Retry-After seconds.",
   },
+  503: { name: 'ServiceUnavailable', message: 'Service Unavailable', description: 'Not ready: the readiness document names the failing component.' },
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
@@ -101,7 +103,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
         schema: typeSchema(f.type),
       })),
     ];
-    const statuses = [400, 401, ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
+    const statuses = [...(r.public ? [] : [400, 401]), ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
     const notes = [
       r.description,
@@ -114,18 +116,29 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
       summary: r.summary,
       description: notes.join('\n\n'),
       tags: [r.tag],
+      ...(r.public ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(r.body ? { requestBody: requestBody(r.body) } : {}),
       responses: {
         [String(r.status)]: {
           description: r.status === 201 ? 'Created' : 'OK',
-          content: { 'application/json': { schema: envelope(data, r.response.list) } },
+          content: { 'application/json': { schema: r.respond ? data : envelope(data, r.response.list) } },
         },
         ...Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/${ERRORS[s].name}` }])),
       },
     };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation;
   }
+  paths['/api/v1/health'] = {
+    get: {
+      operationId: 'healthV1',
+      summary: 'Health check',
+      description: 'As `/v1/health`, at the path @openzeppelin/relayer-sdk calls. Needs no token.',
+      tags: ['Health'],
+      security: [],
+      responses: { '200': { description: 'The service is up.', content: { 'text/plain': { schema: { const: 'OK' } } } } },
+    },
+  };
   paths['/v1/health'] = {
     get: {
       operationId: 'health',
@@ -147,12 +160,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
-    tags: [{ name: 'Relayers' }, { name: 'Transactions' }, { name: 'Notifications' }, { name: 'Health' }],
+    tags: [{ name: 'Relayers' }, { name: 'Transactions' }, { name: 'Notifications' }, { name: 'Signers' }, { name: 'Networks' }, { name: 'Health' }],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } },
       schemas: {
         ...recordSchemas,
+        ...entitySchemas,
         ...Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }])),
         ...Object.fromEntries(
           compiled

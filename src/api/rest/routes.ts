@@ -17,6 +17,7 @@ import {
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
 import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
+import { entityRoutes } from './entities.js';
 import { notificationRecord, orList, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
@@ -36,7 +37,7 @@ export interface Route<TData = any> {
   method: Method;
   /** With `{name}` path parameters; a trailing slash is accepted on every route. */
   path: string;
-  tag: 'Relayers' | 'Transactions' | 'Notifications';
+  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'Health';
   summary: string;
   description?: string;
   /** The section of the interface spec the route implements; absent for routes beyond it. */
@@ -58,7 +59,12 @@ export interface Route<TData = any> {
     shapes?: Record<string, { description: string; fields: string[]; required: string[] }>;
   };
   status: number;
-  response: { schema: 'Transaction' | 'Relayer' | 'Notification' | 'string'; list: boolean };
+  /** The data's component schema (records.ts, entities.ts), or 'string'. */
+  response: { schema: string; list: boolean };
+  /** Served without a token (readiness). */
+  public?: boolean;
+  /** A body other than the envelope (readiness answers its own document, 503 when not ready). */
+  respond?(data: TData): Response;
   /** The error statuses the route can answer besides 400, 401, 500 and (when its field is rate limited) 429. */
   errors: number[];
   result(data: TData): Output;
@@ -343,6 +349,7 @@ export const routes: Route[] = [
     errors: [404],
     result: () => ({ data: 'Notification deleted successfully' }),
   }),
+  ...entityRoutes,
 ];
 
 /** The fragment definitions of a generated document, as source text for a hand-written operation. */

@@ -89,7 +89,8 @@ export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Pro
     ]);
     return row;
   } catch (err) {
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') throw conflict('Relayer with this ID already exists', `id: "${id}" is taken`);
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002')
+      throw conflict('Relayer with this ID already exists', `id: "${id}" is taken`);
     throw err;
   }
 }
