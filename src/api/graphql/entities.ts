@@ -83,7 +83,6 @@ builder.queryFields((t) => ({
   }),
   transactionByNonce: t.prismaField({
     type: 'Transaction',
-    directives: RATE_LIMITED,
     args: { relayerId: t.arg.id({ required: true }), nonce: t.arg({ type: 'Long', required: true }) },
     resolve: (_q, _, a, ctx) => getTransactionByNonce(ctx.rt, String(a.relayerId), a.nonce),
   }),

@@ -103,7 +103,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
         schema: typeSchema(f.type),
       })),
     ];
-    const statuses = [...(r.public ? [] : [400, 401]), ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
+    const statuses = [400, 401, ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
     const notes = [
       r.description,
