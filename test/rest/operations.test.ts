@@ -102,7 +102,7 @@ describe('REST operations', () => {
         compatible(json, type, `${where} ${label}`, problems);
       };
       for (const [name, p] of Object.entries(r.pathParams)) {
-        use(p.gql, { kind: 'string' }, name);
+        use(p.gql, p.type ?? { kind: 'string' }, name);
         expect(r.path).toContain(`{${name}}`);
       }
       for (const [name, f] of Object.entries(r.query ?? {})) use(gqlName(name, f), f.type, name);

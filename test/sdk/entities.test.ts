@@ -186,7 +186,7 @@ describe('@openzeppelin/relayer-sdk against the service (anvil, Solana and Stell
       system_disabled: false,
     });
     expect((await api.relayers.getRelayerBalance('sdk-stellar')).data.data).toEqual({ balance: 5e9, unit: 'stroops' });
-    const stellarStatus = (await api.relayers.getRelayerStatus('sdk-stellar')).data.data as Record<string, unknown>;
+    const stellarStatus = (await api.relayers.getRelayerStatus('sdk-stellar')).data.data as unknown as Record<string, unknown>;
     expect(stellarStatus).toMatchObject({ network_type: 'stellar', balance: '5000000000', pending_transactions_count: 0, paused: false });
     expect(stellarStatus.sequence_number).toBe('42');
   });
@@ -202,13 +202,13 @@ describe('@openzeppelin/relayer-sdk against the service (anvil, Solana and Stell
     expect(confirmed.data.data?.map((t) => t.id)).toEqual([id]);
     const failed = await api.relayers.listTransactions('sdk-evm', 1, 10, { params: { status: 'failed' } });
     expect(failed.data.data).toEqual([]);
-    const status = (await api.relayers.getRelayerStatus('sdk-evm')).data.data as Record<string, unknown>;
+    const status = (await api.relayers.getRelayerStatus('sdk-evm')).data.data as unknown as Record<string, unknown>;
     expect(status.nonce).toBe('1');
     expect(typeof status.last_confirmed_transaction_timestamp).toBe('string');
 
     // With mining stopped, two transactions wait in the mempool; the cancel replaces each by a NOOP.
     await rpc(svc.anvil!.url, 'evm_setAutomine', [false]);
-    const pending = [];
+    const pending: string[] = [];
     for (let i = 0; i < 2; i++)
       pending.push((await api.relayers.sendTransaction('sdk-evm', { to: DEV_ADDRESS, value: 1, gas_limit: 21000 } as never)).data.data!.id!);
     await until(async () => {
@@ -325,7 +325,7 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
       await expectError(await svc.request('GET', `/api/v1/relayers/nobody/${path}`), 404, 'Relayer with ID nobody not found');
     }
     await expectError(await svc.request('DELETE', '/api/v1/relayers/nobody/transactions/pending'), 404, 'Relayer with ID nobody not found');
-    await expectError(await svc.request('GET', '/api/v1/relayers/evm-relayer/transactions/by-nonce/abc'), 400, 'Bad Request', /nonce/);
+    await expectError(await svc.request('GET', '/api/v1/relayers/evm-relayer/transactions/by-nonce/abc'), 400, 'Bad Request', /^nonce: must be an integer/);
     await expectError(await svc.request('GET', '/api/v1/relayers/evm-relayer/transactions/by-nonce/99'), 404, 'Transaction with nonce 99 not found');
     // The stand-in RPC URL leads nowhere: the balance cannot be read, which is not a server failure.
     await expectError(await svc.request('GET', '/api/v1/relayers/evm-relayer/balance'), 400, 'Bad Request', /cannot be reached|could not be read/);

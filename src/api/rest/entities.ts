@@ -196,7 +196,7 @@ export const entityRoutes: Route[] = [
     field: { type: 'Query', name: 'transactionByNonce' },
     pathParams: {
       relayer_id: { gql: 'relayerId', description: relayer.relayer_id.description },
-      nonce: { gql: 'nonce', description: 'A non-negative integer.' },
+      nonce: { gql: 'nonce', type: integer('int64'), description: 'A non-negative integer.' },
     },
     status: 200,
     response: { schema: 'Transaction', list: false },

@@ -179,7 +179,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     const variables: Record<string, unknown> = {};
     for (const [name, p] of Object.entries(route.pathParams)) {
       try {
-        variables[p.gql] = decodeURIComponent(params[name]);
+        const text = decodeURIComponent(params[name]);
+        variables[p.gql] = p.type ? fromQuery(text, p.type, name, issues, enums) : text;
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }

@@ -93,7 +93,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
   for (const c of compiled) {
     const r = c.route;
     const parameters: JsonSchema[] = [
-      ...Object.entries(r.pathParams).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: { type: 'string' } })),
+      ...Object.entries(r.pathParams).map(([name, p]) => ({
+        name,
+        in: 'path',
+        required: true,
+        description: p.description,
+        schema: p.type ? typeSchema(p.type) : { type: 'string' },
+      })),
       ...Object.entries(r.query ?? {}).map(([name, f]) => ({ name, in: 'query', required: false, description: f.description, schema: typeSchema(f.type) })),
       ...Object.entries(r.headers ?? {}).map(([name, f]) => ({
         name: headerCase(name),

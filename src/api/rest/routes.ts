@@ -16,7 +16,7 @@ import {
 } from '../../generated/graphql.js';
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
-import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
+import { array, boolean, integer, object, restFields, string, type Field, type Fields, type JsonType } from './fields.js';
 import { entityRoutes } from './entities.js';
 import { notificationRecord, orList, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
@@ -46,7 +46,8 @@ export interface Route<TData = any> {
   document: TypedDocumentNode<TData, any> | DocumentNode;
   /** The mutation or query field this route needs, so it is offered only when the schema has it. */
   field: { type: 'Query' | 'Mutation'; name: string };
-  pathParams: Record<string, { gql: string; description: string }>;
+  /** `type`: read as a query value is (default: the text). */
+  pathParams: Record<string, { gql: string; description: string; type?: JsonType }>;
   query?: Fields;
   /** Request headers (lower-case names) mapped to variables. */
   headers?: Record<string, Field>;
