@@ -16,6 +16,7 @@ import { postgresReachable } from '../support/postgres.js';
 import { API_KEY, DEV_ADDRESS, DEV_KEYSTORE, evmConfig, startTestService, type TestService } from '../support/service.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
+import { startRedisServer } from '../support/redis-server.js';
 
 const STORE_KEY = 'signer-store-key-for-tests-0123456789';
 // anvil's dev account #1.
@@ -379,6 +380,54 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
       await plain.stop();
     }
   });
+});
+
+describe('readiness and Redis; the GraphQL side of the new operations', () => {
+  it('names Redis when it stops answering, after the cached verdict expires', async () => {
+    const redis = await startRedisServer();
+    const svc = await startRestService({ env: { REDIS_URL: redis.url } });
+    try {
+      const first = await (await svc.request('GET', '/api/v1/ready', undefined, { authorization: '' })).json();
+      expect(first.components.redis).toMatchObject({ status: 'healthy', configured: true, primary_pool: { connected: true } });
+      await redis.kill();
+      // Within the cache window the verdict is the same document.
+      const cached = await (await svc.request('GET', '/api/v1/ready', undefined, { authorization: '' })).json();
+      expect(cached.timestamp).toBe(first.timestamp);
+      await new Promise((r) => setTimeout(r, 5_100));
+      const res = await svc.request('GET', '/api/v1/ready', undefined, { authorization: '' });
+      expect(res.status).toBe(503);
+      const after = await res.json();
+      expect(after.components.redis.status).toBe('unhealthy');
+      expect(after.reason).toMatch(/redis: /);
+    } finally {
+      await svc.stop();
+      await redis.destroy();
+    }
+  }, 60_000);
+
+  it('answers the same operations through GraphQL', async () => {
+    const svc = await startRestService({ env: { SIGNER_STORE_KEY: STORE_KEY } });
+    try {
+      const created = await svc.gql('mutation { createSigner(input: { id: "g", type: "local" }) { id type source } }');
+      expect(created.data?.createSigner).toEqual({ id: 'g', type: 'local', source: 'api' });
+      const read = await svc.gql(
+        '{ signers { items { id source } } networks { items { id networkType rpcUrls { url } } } network(id: "evm:localnet") { chainId } readiness }',
+      );
+      expect(read.data.signers.items).toEqual([
+        { id: 'dev-signer', source: 'config' },
+        { id: 'g', source: 'api' },
+      ]);
+      expect(read.data.networks.items.map((n: { id: string }) => n.id)).toEqual(['evm:localnet', 'solana:devnet', 'stellar:testnet']);
+      expect(read.data.network.chainId).toBe(31337);
+      expect(read.data.readiness.ready).toBe(false);
+      const del = await svc.gql(`mutation { deleteRelayer(id: "${STELLAR_RELAYER}") }`);
+      expect(del.data?.deleteRelayer).toBe(true);
+      const again = await svc.gql(`mutation { deleteRelayer(id: "${STELLAR_RELAYER}") }`);
+      expect(again.errors?.[0]).toMatchObject({ message: `Relayer with ID ${STELLAR_RELAYER} not found`, extensions: { code: 'NOT_FOUND' } });
+    } finally {
+      await svc.stop();
+    }
+  }, 60_000);
 });
 
 describe('API changes survive a restart with the same config file', () => {
