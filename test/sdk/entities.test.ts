@@ -430,13 +430,20 @@ describe('readiness and Redis; the GraphQL side of the new operations', () => {
   }, 60_000);
 });
 
-describe('API changes survive a restart with the same config file', () => {
+describe.each(dbs)('API changes survive a restart with the same config file (%s)', (db) => {
   it('created, updated and deleted entities stay as the API left them', async () => {
-    let svc = await startRestService({ env: { SIGNER_STORE_KEY: STORE_KEY } });
+    const config = ({ rpcUrl }: { rpcUrl: string }) => {
+      const c = evmConfig(rpcUrl, { notifications: [{ id: 'file-hook', type: 'webhook', url: 'https://example.com/hook' }] });
+      return { ...c, relayers: [...c.relayers, { ...c.relayers[0], id: 'evm-2', name: 'Second' }] };
+    };
+    let svc = await startTestService({ db: db as 'pglite' | 'postgres', workers: false, config, env: { SIGNER_STORE_KEY: STORE_KEY } });
     try {
-      let res = await svc.request('POST', '/api/v1/signers', { id: 'api-signer', type: 'plain', config: { key: KEY_1 } });
-      expect(res.status).toBe(201);
-      res = await svc.request('POST', '/api/v1/relayers', {
+      const ok = async (method: string, path: string, body?: unknown) => {
+        const res = await svc.request(method, path, body);
+        expect(res.status, await res.clone().text()).toBeLessThan(300);
+      };
+      await ok('POST', '/api/v1/signers', { id: 'api-signer', type: 'plain', config: { key: KEY_1 } });
+      await ok('POST', '/api/v1/relayers', {
         id: 'api-relayer',
         name: 'API',
         network: 'localnet',
@@ -444,22 +451,28 @@ describe('API changes survive a restart with the same config file', () => {
         paused: false,
         signer_id: 'api-signer',
       });
-      expect(res.status).toBe(201);
-      expect((await svc.request('PATCH', '/api/v1/relayers/evm-relayer', { name: 'Renamed', paused: true })).status).toBe(200);
-      expect((await svc.request('DELETE', `/api/v1/relayers/${STELLAR_RELAYER}`)).status).toBe(200);
-      expect((await svc.request('PATCH', '/api/v1/networks/evm:localnet', { rpc_urls: ['http://127.0.0.1:2'] })).status).toBe(200);
+      await ok('PATCH', '/api/v1/relayers/evm-relayer', { name: 'Renamed', paused: true });
+      await ok('DELETE', '/api/v1/relayers/evm-2');
+      await ok('DELETE', '/api/v1/notifications/file-hook');
+      await ok('PATCH', '/api/v1/networks/evm:localnet', { rpc_urls: ['http://127.0.0.1:2'] });
 
       svc = await svc.restart();
       const relayers = (await (await svc.request('GET', '/api/v1/relayers')).json()).data;
-      expect(relayers.map((r: { id: string }) => r.id)).toEqual(['api-relayer', 'evm-relayer', SOLANA_RELAYER]);
+      expect(relayers.map((r: { id: string }) => r.id)).toEqual(['api-relayer', 'evm-relayer']);
       expect(relayers.find((r: { id: string }) => r.id === 'api-relayer').address).toBe(ADDRESS_1);
       expect(relayers.find((r: { id: string }) => r.id === 'evm-relayer')).toMatchObject({ name: 'Renamed', paused: true });
+      expect((await (await svc.request('GET', '/api/v1/notifications')).json()).data).toEqual([]);
       const signers = (await (await svc.request('GET', '/api/v1/signers')).json()).data;
       expect(signers.map((s: { id: string }) => s.id)).toEqual(['api-signer', 'dev-signer']);
       const network = (await (await svc.request('GET', '/api/v1/networks/evm:localnet')).json()).data;
       expect(network.rpc_urls).toEqual([{ url: 'http://127.0.0.1:2', weight: 100 }]);
       // The created relayer's signer was loaded again from its encrypted keystore.
       expect(svc.rt.signers.get('api-signer:evm')?.address).toBe(ADDRESS_1);
+
+      // Created again through the API, a deleted entity is the API's: the file does not overwrite it.
+      await ok('POST', '/api/v1/relayers', { id: 'evm-2', name: 'Mine now', network: 'localnet', network_type: 'evm', paused: true, signer_id: 'dev-signer' });
+      svc = await svc.restart();
+      expect((await (await svc.request('GET', '/api/v1/relayers/evm-2')).json()).data).toMatchObject({ name: 'Mine now', paused: true });
     } finally {
       await svc.stop();
     }
