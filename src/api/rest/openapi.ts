@@ -71,13 +71,15 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
   404: {
     name: 'NotFound',
     message: 'Relayer with ID my-relayer not found',
-    description: 'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`) or transaction.',
+    description:
+      'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`), transaction, signer (`Signer with ID <id> not found`) or network (`Network with ID <id> not found`).',
   },
   405: { name: 'MethodNotAllowed', message: 'Method Not Allowed', description: 'The path exists but not with this method; see the Allow header.' },
   409: {
     name: 'Conflict',
     message: 'Notification with this ID already exists',
-    description: 'The resource already exists, or an Idempotency-Key was reused with another body.',
+    description:
+      'The resource already exists (`Relayer with this ID already exists`, `Signer with this ID already exists`, …), or an Idempotency-Key was reused with another body.',
   },
   429: {
     name: 'TooManyRequests',
