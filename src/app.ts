@@ -40,8 +40,8 @@ export function createApp(rt: Runtime, apiKey: string): App {
 
   async function handle(request: Request, requestId: string, labels: HttpLabels): Promise<Response> {
     const { pathname } = new URL(request.url);
-    if (pathname === '/v1/health' || pathname === '/v1/health/') {
-      labels.endpoint = '/v1/health';
+    if (/^(\/api)?\/v1\/health\/?$/.test(pathname)) {
+      labels.endpoint = pathname.startsWith('/api') ? '/api/v1/health' : '/v1/health';
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
     if (request.method === 'GET') {

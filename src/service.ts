@@ -22,6 +22,8 @@ import { releaseAll } from './db/lease.js';
 import { createMetrics } from './metrics/index.js';
 import { watchDatabase } from './metrics/scrape.js';
 import { startMetricsServer } from './metrics/server.js';
+import { applyNetworkOverrides } from './core/networks.js';
+import { signerFor } from './core/signers.js';
 
 // The chain families' pipelines, from the one list of families (chains/families.ts).
 await loadFamilies();
@@ -83,6 +85,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     signers,
     pubsub: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
     instanceId: env.instanceId ?? randomUUID(),
+    redisPing: redis ? () => redis.publish.ping() : undefined,
     rateLimit: redis
       ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
           log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
@@ -105,6 +108,8 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
         throw new StartupError(`metrics: cannot listen on ${env.host}:${env.metrics.port}: ${e.message}`);
       })
     : undefined;
+  await applyNetworkOverrides(rt);
+  await loadApiSigners(rt);
   const workers = opts.workers === false ? undefined : startWorkers(rt);
   const app = createApp(rt, apiKey);
   log.info({ database: db.kind, relayers: config.relayers.length, instance: rt.instanceId }, 'relayer service ready');
@@ -132,6 +137,13 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
       }
     },
   };
+}
+
+/** Signers of relayers created through the API (the file's were loaded with it); one that fails disables only its relayer. */
+async function loadApiSigners(rt: Runtime) {
+  for (const r of await rt.prisma.relayer.findMany({ where: { configDigest: null }, select: { id: true, signerId: true, networkType: true } })) {
+    await signerFor(rt, r.signerId, r.networkType).catch((err) => rt.log.error({ err, relayerId: r.id }, 'signer of relayer could not be loaded'));
+  }
 }
 
 /** Two connections: a subscribed Redis connection can do nothing else. */

@@ -36,6 +36,7 @@ const schema = z.object({
   GRAPHQL_MAX_BYTES: z.coerce.number().int().positive().default(65_536),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
+  SIGNER_STORE_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
   METRICS_ENABLED: bool.default(false),
   METRICS_PORT: port.default(8081),
@@ -59,6 +60,8 @@ export type Env = {
   graphqlLimits: GraphQLLimits;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
+  /** Passphrase of the keystores of signers created through the API (stored encrypted in the database). */
+  signerStoreKey?: string;
   /** Fault injection for tests only (src/lib/crash.ts). */
   crashAt?: string;
   /** Prometheus metrics on their own port (the reference system's METRICS_ENABLED, METRICS_PORT). */
@@ -118,6 +121,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     },
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
+    signerStoreKey: e.SIGNER_STORE_KEY,
     crashAt: e.RELAYER_CRASH_AT,
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

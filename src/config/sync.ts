@@ -9,25 +9,34 @@ const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).di
 /**
  * Writes the file's notifications and relayers into the database. An entry is written only when it
  * differs from what was applied last time, so a restart with the same file changes nothing and
- * changes made through the API survive it; an edited entry replaces the stored one.
+ * changes made through the API survive it; an edited entry replaces the stored one. A relayer or
+ * notification deleted through the API (a tombstone) stays deleted, and one created through it
+ * (no digest) is the API's even if the file later names its id.
  */
 export async function syncConfig(prisma: Db, config: Config, signers: SignerRegistry): Promise<void> {
+  const tombstones = await prisma.tombstone.findMany({ select: { kind: true, id: true } });
+  const deleted = (kind: string) => new Set(tombstones.filter((t) => t.kind === kind).map((t) => t.id));
+  const deletedNotifications = deleted('notification');
   for (const n of config.notifications) {
+    if (deletedNotifications.has(n.id)) continue;
     const configDigest = digest(n);
     const existing = await prisma.notification.findUnique({ where: { id: n.id }, select: { configDigest: true } });
-    if (existing?.configDigest === configDigest) continue;
+    if (existing && (existing.configDigest === configDigest || existing.configDigest === null)) continue;
     const data = { url: n.url, type: n.type, signingKey: n.signingKey, configDigest };
     await prisma.notification.upsert({ where: { id: n.id }, create: { id: n.id, ...data }, update: data });
   }
 
   const problems: string[] = [];
+  const deletedRelayers = deleted('relayer');
   for (const r of config.relayers) {
+    if (deletedRelayers.has(r.id)) continue;
     const signer = signers.get(signerKey(r.signerId, r.networkType));
     if (!signer) continue;
     const { where, ...entry } = r;
     const configDigest = digest({ ...entry, address: signer.address });
     const existing = await prisma.relayer.findUnique({ where: { id: r.id }, select: { configDigest: true, address: true } });
-    if (existing?.configDigest === configDigest) continue;
+    // Unchanged since last applied, or created through the API (no digest): the API's stays.
+    if (existing && (existing.configDigest === configDigest || existing.configDigest === null)) continue;
     if (r.notificationId && !(await prisma.notification.findUnique({ where: { id: r.notificationId }, select: { id: true } }))) {
       problems.push(`${where}.notification_id: unknown notification "${r.notificationId}"`);
       continue;

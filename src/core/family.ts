@@ -46,7 +46,12 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
   /** The kind of signer its relayers sign with. */
   signerKind: SignerKind;
   /** Config file network entries of this type: fields beyond the common ones, and which are required (after `from` inheritance). */
-  network: { fields: z.ZodRawShape; required?: readonly string[] };
+  network: {
+    fields: z.ZodRawShape;
+    required?: readonly string[];
+    /** A cheap JSON-RPC method without parameters its nodes answer: the readiness check's probe. */
+    probe: string;
+  };
   policy: {
     /** Validates a relayer's policies (config file format, snake_case). */
     schema: z.ZodType<Record<string, unknown>>;

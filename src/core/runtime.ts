@@ -27,6 +27,8 @@ export interface Runtime {
   signers: SignerRegistry;
   pubsub: PubSub<Topics>;
   instanceId: string;
+  /** Pings the shared Redis, when one is configured (readiness). */
+  redisPing?: () => Promise<unknown>;
   rateLimit: Bucket;
   /**
    * This runtime's process state (RPC clients, caches, intake queues): one value per slot

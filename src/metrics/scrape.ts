@@ -93,15 +93,15 @@ async function readSnapshot(rt: Runtime): Promise<Snapshot> {
   return { byStatus, due, undelivered };
 }
 
-/** Each relayer's balance from its chain family (those that can read one); a relayer whose read fails is left out. */
+/** Each relayer's balance from its chain family; a relayer whose read fails is left out. */
 async function readBalances(rt: Runtime): Promise<Balance[]> {
   const relayers = await rt.prisma.relayer.findMany();
   const read = await Promise.all(
     relayers.map(async (r) => {
-      const balance = familyOf(r.networkType)?.balance;
-      if (!balance) return [];
+      const family = familyOf(r.networkType);
+      if (!family) return [];
       try {
-        return [{ relayerId: r.id, network: r.network, value: Number(await balance(rt, r)) }];
+        return [{ relayerId: r.id, network: r.network, value: Number((await family.balance(rt, r)).balance) }];
       } catch (err) {
         rt.log.debug({ err, relayerId: r.id }, 'metrics: balance not read');
         return [];

@@ -105,7 +105,7 @@ describe('chain families, listed once', () => {
       type: 'tron',
       label: 'Tron',
       signerKind: 'evm',
-      network: { fields: {} },
+      network: { fields: {}, probe: 'getHealth' },
       policy: { schema: z.object({}).strict() },
       send: {
         letter: 'D',

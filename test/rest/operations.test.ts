@@ -93,7 +93,7 @@ describe('REST operations', () => {
       const r = c.route;
       const where = `${r.method} ${r.path}`;
       const vars = new Map(
-        operation(r.document).variableDefinitions!.map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]),
+        (operation(r.document).variableDefinitions ?? []).map((v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType]),
       );
       const provided = new Set<string>();
       const use = (name: string, json: JsonType, label: string) => {
@@ -103,7 +103,7 @@ describe('REST operations', () => {
         compatible(json, type, `${where} ${label}`, problems);
       };
       for (const [name, p] of Object.entries(r.pathParams)) {
-        use(p.gql, { kind: 'string' }, name);
+        use(p.gql, p.type ?? { kind: 'string' }, name);
         expect(r.path).toContain(`{${name}}`);
       }
       for (const [name, f] of Object.entries(r.query ?? {})) use(gqlName(name, f), f.type, name);
@@ -161,7 +161,7 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/v1/health'].get.security).toEqual([]);
     const operations = Object.values(doc.paths).flatMap((p: any) => Object.keys(p));
     const later = laterRoutes.flatMap((l) => l.paths);
-    expect(operations).toHaveLength(compiled.length + 1 + later.length);
+    expect(operations).toHaveLength(compiled.length + 2 + later.length);
     for (const p of later) expect(doc.paths[p.path][p.method.toLowerCase()].responses['404']).toBeDefined();
   });
 

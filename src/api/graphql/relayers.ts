@@ -10,7 +10,7 @@ const RpcConfig = builder.objectRef<{ url: string; weight: number }>('RpcConfig'
   fields: (t) => ({ url: t.exposeString('url'), weight: t.exposeInt('weight') }),
 });
 
-const RpcConfigInput = builder.inputType('RpcConfigInput', {
+export const RpcConfigInput = builder.inputType('RpcConfigInput', {
   fields: (t) => ({ url: t.string({ required: true }), weight: t.int({ required: false }) }),
 });
 

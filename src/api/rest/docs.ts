@@ -87,7 +87,7 @@ ${(op.description ?? '')
 ${params.length ? `<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Type</th><th>Notes</th></tr>${params.map((p) => `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <em>required</em>' : ''}</td><td>${esc(p.in)}</td><td>${typeName(p.schema, doc)}</td><td>${text(p.description)}</td></tr>`).join('')}</table>` : ''}
 ${body ? `<h4>Body</h4>${shapes.length ? shapes.map((n) => `<p><strong>${esc(n)}</strong>: ${text(doc.components.schemas[n].description)}</p>${fieldsTable(doc.components.schemas[n], doc)}`).join('') : body.schema.properties ? fieldsTable(body.schema, doc) : `<p>${typeName(body.schema, doc)}</p>`}` : ''}
 <h4>Response</h4>
-<p>${esc(success?.[0])}: ${envelope && !envelope.properties ? `${typeName(envelope, doc)} itself (no envelope)` : envelope ? `the envelope with <code>data</code> = ${typeName(envelope.properties.data, doc)}${envelope.properties.pagination ? ' and <code>pagination</code>' : ''}` : '<code>OK</code> as plain text'}.</p>
+<p>${esc(success?.[0])}: ${envelope?.properties ? `the envelope with <code>data</code> = ${typeName(envelope.properties.data, doc)}${envelope.properties.pagination ? ' and <code>pagination</code>' : ''}` : envelope ? `${typeName(envelope, doc)} (not in the envelope)` : '<code>OK</code> as plain text'}.</p>
 <p>Errors: ${errors.map((s) => `<a href="#error-${s}">${s}</a>`).join(', ')}</p>
 <pre>curl -X ${method.toUpperCase()} "$RELAYER_URL${esc(path.replace(/\{(\w+)\}/g, '<$1>'))}" \\
   -H "Authorization: Bearer $API_KEY"${esc(curlBody)}</pre>

@@ -103,7 +103,9 @@ function match(compiled: CompiledRoute[], segments: string[]) {
     }
     if (ok) found.push({ c, params });
   }
-  return found;
+  // A literal segment wins over a parameter: DELETE …/transactions/pending is not a cancel of "pending".
+  const literals = (c: CompiledRoute) => c.segments.filter((s) => typeof s === 'string').length;
+  return found.sort((a, b) => literals(b.c) - literals(a.c));
 }
 
 const MAX_ISSUES = 20;
@@ -183,7 +185,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     const variables: Record<string, unknown> = {};
     for (const [name, p] of Object.entries(route.pathParams)) {
       try {
-        variables[p.gql] = decodeURIComponent(params[name]);
+        const text = decodeURIComponent(params[name]);
+        variables[p.gql] = p.type ? fromQuery(text, p.type, name, issues, enums) : text;
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
@@ -206,7 +209,11 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
 
   return {
     routes: compiled,
-    isPublic: (request: Request) => request.method === 'GET' && isPublicPath(normalise(new URL(request.url).pathname)),
+    isPublic: (request: Request) => {
+      const path = normalise(new URL(request.url).pathname);
+      if (request.method !== 'GET') return false;
+      return isPublicPath(path) || match(compiled, path.split('/').slice(1)).some((f) => f.c.route.public && f.c.route.method === 'GET');
+    },
     notFound: () => fail(404, 'Not Found', 'no such route'),
     unauthorized: () => failWith('UNAUTHORIZED'),
     internalError: () => failWith('INTERNAL'),
@@ -239,6 +246,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
 
       const result = await execute(hit.c, variables, request, ctx);
       if (result.errors?.length) return errorResponse(result.errors[0]);
+      if (hit.c.route.respond) return hit.c.route.respond(result.data);
       const out = hit.c.route.result(result.data);
       if (hit.c.route.raw) return json(hit.c.route.status, out.data);
       return ok(out.data, out.pagination, hit.c.route.status);

@@ -1,6 +1,7 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
 import { directSchemas, laterRoutes } from './direct.js';
+import { entitySchemas } from './entities.js';
 import { recordSchemas, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
@@ -71,19 +72,22 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
   404: {
     name: 'NotFound',
     message: 'Relayer with ID my-relayer not found',
-    description: 'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`) or transaction.',
+    description:
+      'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`), transaction, signer (`Signer with ID <id> not found`) or network (`Network with ID <id> not found`).',
   },
   405: { name: 'MethodNotAllowed', message: 'Method Not Allowed', description: 'The path exists but not with this method; see the Allow header.' },
   409: {
     name: 'Conflict',
     message: 'Notification with this ID already exists',
-    description: 'The resource already exists, or an Idempotency-Key was reused with another body.',
+    description:
+      'The resource already exists (`Relayer with this ID already exists`, `Signer with this ID already exists`, …), or an Idempotency-Key was reused with another body.',
   },
   429: {
     name: 'TooManyRequests',
     message: httpOf.RATE_LIMITED.message!,
     description: "The caller's request budget is spent; retry after Retry-After seconds.",
   },
+  503: { name: 'ServiceUnavailable', message: 'Service Unavailable', description: 'Not ready: the readiness document names the failing component.' },
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
@@ -92,7 +96,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
   for (const c of compiled) {
     const r = c.route;
     const parameters: JsonSchema[] = [
-      ...Object.entries(r.pathParams).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: { type: 'string' } })),
+      ...Object.entries(r.pathParams).map(([name, p]) => ({
+        name,
+        in: 'path',
+        required: true,
+        description: p.description,
+        schema: p.type ? typeSchema(p.type) : { type: 'string' },
+      })),
       ...Object.entries(r.query ?? {}).map(([name, f]) => ({ name, in: 'query', required: false, description: f.description, schema: typeSchema(f.type) })),
       ...Object.entries(r.headers ?? {}).map(([name, f]) => ({
         name: headerCase(name),
@@ -115,12 +125,13 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
       summary: r.summary,
       description: notes.join('\n\n'),
       tags: [r.tag],
+      ...(r.public ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(r.body ? { requestBody: requestBody(r.body) } : {}),
       responses: {
         [String(r.status)]: {
           description: r.status === 201 ? 'Created' : 'OK',
-          content: { 'application/json': { schema: r.raw ? data : envelope(data, r.response.list) } },
+          content: { 'application/json': { schema: r.raw || r.respond ? data : envelope(data, r.response.list) } },
         },
         ...Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/${ERRORS[s].name}` }])),
       },
@@ -138,6 +149,16 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
       };
     }
   }
+  paths['/api/v1/health'] = {
+    get: {
+      operationId: 'healthV1',
+      summary: 'Health check',
+      description: 'As `/v1/health`, at the path @openzeppelin/relayer-sdk calls. Needs no token.',
+      tags: ['Health'],
+      security: [],
+      responses: { '200': { description: 'The service is up.', content: { 'text/plain': { schema: { const: 'OK' } } } } },
+    },
+  };
   paths['/v1/health'] = {
     get: {
       operationId: 'health',
@@ -159,13 +180,22 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
-    tags: [{ name: 'Relayers' }, { name: 'Transactions' }, { name: 'Notifications' }, { name: 'Health' }, { name: 'Not available yet' }],
+    tags: [
+      { name: 'Relayers' },
+      { name: 'Transactions' },
+      { name: 'Notifications' },
+      { name: 'Signers' },
+      { name: 'Networks' },
+      { name: 'Health' },
+      { name: 'Not available yet' },
+    ],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } },
       schemas: {
         ...recordSchemas,
         ...directSchemas,
+        ...entitySchemas,
         ...Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }])),
         ...Object.fromEntries(
           compiled

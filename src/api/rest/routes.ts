@@ -16,8 +16,9 @@ import {
 } from '../../generated/graphql.js';
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
-import { array, boolean, integer, object, restFields, string, type Field, type Fields } from './fields.js';
 import { directRoutes } from './direct.js';
+import { array, boolean, integer, object, restFields, string, type Field, type Fields, type JsonType } from './fields.js';
+import { entityRoutes } from './entities.js';
 import { notificationRecord, orList, paginationRecord, policyKinds, relayerRecord, transactionRecord } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
@@ -37,7 +38,7 @@ export interface Route<TData = any> {
   method: Method;
   /** With `{name}` path parameters; a trailing slash is accepted on every route. */
   path: string;
-  tag: 'Relayers' | 'Transactions' | 'Notifications';
+  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'Health';
   summary: string;
   description?: string;
   /** The section of the interface spec the route implements; absent for routes beyond it. */
@@ -46,7 +47,8 @@ export interface Route<TData = any> {
   document: TypedDocumentNode<TData, any> | DocumentNode;
   /** The mutation or query field this route needs, so it is offered only when the schema has it. */
   field: { type: 'Query' | 'Mutation'; name: string };
-  pathParams: Record<string, { gql: string; description: string }>;
+  /** `type`: read as a query value is (default: the text). */
+  pathParams: Record<string, { gql: string; description: string; type?: JsonType }>;
   query?: Fields;
   /** Request headers (lower-case names) mapped to variables. */
   headers?: Record<string, Field>;
@@ -61,10 +63,14 @@ export interface Route<TData = any> {
     json?: Record<string, unknown>;
   };
   status: number;
-  /** `schema`: a component of the OpenAPI document, or 'string'. */
-  response: { schema: string; list: boolean };
   /** The answer is `data` itself, not the envelope (the JSON-RPC passthrough). */
   raw?: boolean;
+  /** The data's component schema (records.ts, entities.ts, direct.ts), or 'string'. */
+  response: { schema: string; list: boolean };
+  /** Served without a token (readiness). */
+  public?: boolean;
+  /** A body other than the envelope (readiness answers its own document, 503 when not ready). */
+  respond?(data: TData): Response;
   /** The error statuses the route can answer besides 400, 401, 500 and (when its field is rate limited) 429. */
   errors: number[];
   result(data: TData): Output;
@@ -350,6 +356,7 @@ export const routes: Route[] = [
     result: () => ({ data: 'Notification deleted successfully' }),
   }),
   ...directRoutes,
+  ...entityRoutes,
 ];
 
 /** The fragment definitions of a generated document, as source text for a hand-written operation. */

@@ -59,6 +59,16 @@ async function chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint> {
   }
 }
 
+async function balance(rt: Runtime, relayer: Relayer) {
+  const ctx = evmContextOrRefuse(rt, relayer);
+  try {
+    return { balance: BigInt(await ctx.rpc.request<Hex>('eth_getBalance', [relayer.address, 'latest'])), unit: 'wei' };
+  } catch (e) {
+    if (e instanceof RpcUnavailableError) throw unavailable(`relayer ${relayer.id}: its network cannot be reached to read the balance; try again`);
+    throw e;
+  }
+}
+
 const inFlight = (tx: Transaction) => !FINAL_STATUSES.includes(tx.status) && tx.status !== 'mined';
 
 async function save(rt: Runtime, tx: Transaction, owner: string, patch: TransactionPatch): Promise<Transaction> {
@@ -123,10 +133,10 @@ async function replace(rt: Runtime, tx: Transaction, accepted: Accepted, owner: 
 export const evmFamily: ChainFamily<'evm'> = {
   accept: acceptEvm,
   chainNonce,
+  balance,
   process: (rt, tx) => processBatch(rt, [tx]),
   processBatch,
   checkRelayer,
   cancel,
   replace,
-  balance: (rt, relayer) => evmContext(rt, relayer).rpc.request<Hex>('eth_getBalance', [relayer.address, 'latest']).then(BigInt),
 };

@@ -83,6 +83,7 @@ export const evmSpec = defineFamily({
       symbol: z.string().optional(),
     },
     required: ['chain_id'],
+    probe: 'eth_chainId',
   },
   policy: {
     schema: evmPolicy as z.ZodType<Record<string, unknown>>,

@@ -285,6 +285,10 @@ export const solanaFamily: ChainFamily<'solana'> = {
     throw new Error('solana transactions take no nonce');
   },
 
+  async balance(rt, relayer) {
+    return { balance: await contextOf(rt, relayer).rpc.getBalance(relayer.address), unit: 'lamports' };
+  },
+
   async process(rt, tx) {
     const relayer = await relayerOfStep(rt, tx);
     if (!relayer) return;

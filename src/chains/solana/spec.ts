@@ -13,7 +13,7 @@ export const solanaSpec = defineFamily({
   type: 'solana',
   label: 'Solana',
   signerKind: 'solana',
-  network: { fields: {} },
+  network: { fields: {}, probe: 'getHealth' },
   policy: { schema: solanaPolicySchema as z.ZodType<Record<string, unknown>> },
   send: {
     letter: 'B',

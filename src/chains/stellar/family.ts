@@ -552,6 +552,11 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     return account.sequence + 1n;
   },
 
+  async balance(rt, relayer) {
+    const account = await contextOf(rt, relayer).rpc.getAccount(relayer.address);
+    return { balance: account?.balance ?? 0n, unit: 'stroops' };
+  },
+
   async process(rt, tx) {
     const relayer = await relayerOfStep(rt, tx);
     if (!relayer) return;

@@ -71,7 +71,7 @@ export const stellarSpec = defineFamily({
   type: 'stellar',
   label: 'Stellar',
   signerKind: 'stellar',
-  network: { fields: { passphrase: z.string().min(1).optional() }, required: ['passphrase'] },
+  network: { fields: { passphrase: z.string().min(1).optional() }, required: ['passphrase'], probe: 'getHealth' },
   policy: { schema: stellarPolicySchema as z.ZodType<Record<string, unknown>> },
   send: {
     letter: 'C',

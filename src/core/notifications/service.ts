@@ -53,7 +53,11 @@ export async function createNotification(rt: Runtime, input: CreateNotificationI
     signingKey: i.signingKey ? i.signingKey : null,
   };
   try {
-    return await rt.prisma.notification.create({ data });
+    const [created] = await rt.prisma.$transaction([
+      rt.prisma.notification.create({ data }),
+      rt.prisma.tombstone.deleteMany({ where: { kind: 'notification', id: data.id } }),
+    ]);
+    return created;
   } catch (e) {
     if (isUniqueViolation(e)) {
       throw conflict('Notification with this ID already exists', `id: "${data.id}" is taken`);
@@ -81,7 +85,11 @@ export async function deleteNotification(rt: Runtime, id: string): Promise<Notif
   if (users.length) {
     throw invalid(`notification ${id} is used by relayer${users.length > 1 ? 's' : ''} ${users.map((u) => u.id).join(', ')}`);
   }
-  await rt.prisma.notification.delete({ where: { id } });
+  // The tombstone keeps the config file from bringing it back at the next start.
+  await rt.prisma.$transaction([
+    rt.prisma.notification.delete({ where: { id } }),
+    rt.prisma.tombstone.upsert({ where: { kind_id: { kind: 'notification', id } }, create: { kind: 'notification', id }, update: { deletedAt: new Date() } }),
+  ]);
   return n;
 }
 

@@ -62,3 +62,34 @@ export async function replaceTransaction(rt: Runtime, relayerId: string, id: str
     return family.replace!(rt, leased, accepted, owner);
   });
 }
+
+export interface CancelPendingResult {
+  queuedForCancellationTransactionIds: string[];
+  failedToQueueTransactionIds: string[];
+  totalProcessed: number;
+}
+
+/**
+ * Cancels every transaction of the relayer that is not final and not mined, each as
+ * cancelTransaction does; one that cannot be canceled (mined meanwhile, busy) is listed as failed.
+ */
+export async function cancelPendingTransactions(rt: Runtime, relayerId: string): Promise<CancelPendingResult> {
+  await getRelayer(rt, relayerId);
+  const open = await rt.prisma.transaction.findMany({
+    where: { relayerId, status: { notIn: [...FINAL_STATUSES, 'mined'] } },
+    orderBy: [{ nonce: 'asc' }, { createdAt: 'asc' }],
+    select: { id: true },
+  });
+  const queued: string[] = [];
+  const failed: string[] = [];
+  for (const { id } of open) {
+    try {
+      await cancelTransaction(rt, relayerId, id);
+      queued.push(id);
+    } catch (e) {
+      rt.log.warn({ err: e, relayerId, transactionId: id }, 'cancel of a pending transaction refused');
+      failed.push(id);
+    }
+  }
+  return { queuedForCancellationTransactionIds: queued, failedToQueueTransactionIds: failed, totalProcessed: open.length };
+}

@@ -20,6 +20,8 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   accept(rt: Runtime, relayer: Relayer, request: ShapeOf<T>): Promise<Accepted>;
   /** The next nonce / sequence number the chain expects from the relayer. */
   chainNonce(rt: Runtime, relayer: Relayer): Promise<bigint>;
+  /** The relayer account's native balance on chain, in the chain's smallest unit (wei, lamports, stroops). */
+  balance(rt: Runtime, relayer: Relayer): Promise<{ balance: bigint; unit: string }>;
   /** Advances one transaction by one step (price, sign, submit, check, resubmit, ...). */
   process(rt: Runtime, tx: Transaction): Promise<void>;
   /** Advances several leased transactions at once (fewer round trips); used instead of process when given. */
@@ -33,8 +35,6 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   replace?(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction>;
   /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
-  /** The relayer account's balance in the chain's smallest unit (metrics read it, cached). */
-  balance?(rt: Runtime, relayer: Relayer): Promise<bigint>;
 }
 
 /** Every family's pipeline by network type. */

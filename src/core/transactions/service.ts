@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import { conflict, invalid, isDomainError, transactionNotFound } from '../errors.js';
+import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
@@ -133,5 +133,15 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   }
   if (tx === 'stale') return tx;
   publishTransaction(rt, tx);
+  return tx;
+}
+
+/** The relayer's transaction at a nonce (EVM) or sequence number (Stellar). */
+export async function getTransactionByNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction> {
+  const tx = await rt.prisma.transaction.findUnique({ where: { relayerId_nonce: { relayerId, nonce } } });
+  if (!tx) {
+    await getRelayer(rt, relayerId);
+    throw notFound(`Transaction with nonce ${nonce} not found`);
+  }
   return tx;
 }
