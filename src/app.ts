@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
 import type { Context } from './api/graphql/context.js';
 import { maskError } from './api/graphql/errors.js';
+import { useInputRules } from './api/graphql/input.js';
 import { callerKey } from './api/graphql/rate-limit.js';
 import { schema } from './api/graphql/schema.js';
 import { authenticate } from './api/auth.js';
@@ -27,6 +28,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
+    plugins: [useInputRules(rt.env.maxBodyBytes)],
     maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });

@@ -28,6 +28,11 @@ const schema = z.object({
   WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(1_000),
   WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().positive().default(600_000),
   WEBHOOK_RETRY_WINDOW_MS: z.coerce.number().int().positive().default(86_400_000),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1 << 20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
@@ -47,6 +52,8 @@ export type Env = {
   rateLimit: { perSecond: number; burst: number };
   /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
   webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
+  /** Largest request body read (REST and GraphQL); larger ones are answered 413. */
+  maxBodyBytes: number;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
   /** Fault injection for tests only (src/lib/crash.ts). */
@@ -83,6 +90,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
       retryMaxDelayMs: e.WEBHOOK_RETRY_MAX_DELAY_MS,
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
     },
+    maxBodyBytes: e.MAX_BODY_BYTES,
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
     crashAt: e.RELAYER_CRASH_AT,
