@@ -1,22 +1,68 @@
-import { claimDue, dropStaleLeases } from '../../db/lease.js';
+import { dropStaleLeases } from '../../db/lease.js';
 import type { Delivery, DeliveryStatus } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
 import { createPoster, type Poster, type PostResult } from './send.js';
 import { signatureHeaders } from './signature.js';
 
+/** Most attempts in flight to one target (notification) at a time, so a slow or dead one holds a few slots, not all. */
+export const PER_TARGET = 8;
+
+// The earliest pending delivery before `d` in its stream: per notification, a transaction's events
+// (or, for relayer events, the relayer's), which a receiver gets in order. Failed (final) and
+// delivered events no longer hold others back. An index probe ([transactionId, seq] or
+// [relayerId, transactionId, seq]).
+const BLOCKER = `CASE WHEN d.transaction_id IS NOT NULL THEN (
+    SELECT greatest(e.due_at, e.lease_until, now() + interval '1 second') FROM deliveries e
+    WHERE e.transaction_id = d.transaction_id AND e.seq < d.seq AND e.notification_id = d.notification_id AND e.status = 'pending'
+    ORDER BY e.seq LIMIT 1)
+  ELSE (
+    SELECT greatest(e.due_at, e.lease_until, now() + interval '1 second') FROM deliveries e
+    WHERE e.relayer_id = d.relayer_id AND e.transaction_id IS NULL AND e.seq < d.seq AND e.notification_id = d.notification_id AND e.status = 'pending'
+    ORDER BY e.seq LIMIT 1) END`;
+
 /**
- * Which pending deliveries may be sent now: per notification, only the oldest pending event of a
- * transaction (or, for relayer events, of the relayer) goes out, so a receiver sees each
- * transaction's changes in order. Failed (final) and delivered events no longer hold others back.
- * Trusted SQL for claimDue, where `deliveries` is the candidate row.
+ * Claims up to `limit` sendable deliveries in one statement whose cost does not grow with the
+ * number pending: per target with room (fewer than PER_TARGET in flight), its few earliest due
+ * rows by index. A row whose stream has an earlier pending row is not sent but parked until that
+ * row is due again (so a backlog behind a failing receiver is looked at once per retry, not on
+ * every claim); recordOutcome makes the next row of a stream due once its predecessor is done.
  */
-export const SENDABLE = `status = 'pending' AND NOT EXISTS (
-  SELECT 1 FROM deliveries earlier
-  WHERE earlier.status = 'pending' AND earlier.seq < deliveries.seq AND earlier.notification_id = deliveries.notification_id
-    AND CASE WHEN deliveries.transaction_id IS NULL
-      THEN earlier.transaction_id IS NULL AND earlier.relayer_id = deliveries.relayer_id
-      ELSE earlier.transaction_id = deliveries.transaction_id END)`;
+export async function claimDeliveries(
+  rt: Pick<Runtime, 'prisma' | 'instanceId'>,
+  limit: number,
+  leaseMs: number,
+): Promise<{ claimed: string[]; parked: number }> {
+  const rows = await rt.prisma.$queryRawUnsafe<{ id: string; kind: 'claimed' | 'parked' }[]>(
+    `WITH targets AS (
+       SELECT t.id, $4::int - (SELECT count(*) FROM deliveries l WHERE l.notification_id = t.id AND l.lease_until > now())::int AS room
+       FROM notifications t),
+     cand AS (
+       SELECT d.id, d.notification_id, d.due_at, t.room, ${BLOCKER} AS blocked_until
+       FROM targets t CROSS JOIN LATERAL (
+         SELECT id, seq, notification_id, transaction_id, relayer_id, due_at FROM deliveries d
+         WHERE d.notification_id = t.id AND d.status = 'pending' AND d.due_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+         ORDER BY d.due_at LIMIT $4) d
+       WHERE t.room > 0),
+     parked AS (
+       UPDATE deliveries SET due_at = c.blocked_until FROM cand c
+       WHERE deliveries.id = c.id AND c.blocked_until IS NOT NULL AND (deliveries.lease_until IS NULL OR deliveries.lease_until < now())
+       RETURNING deliveries.id),
+     picked AS (
+       SELECT id FROM (SELECT id, due_at, room, row_number() OVER (PARTITION BY notification_id ORDER BY due_at) AS k FROM cand WHERE blocked_until IS NULL) f
+       WHERE k <= room ORDER BY due_at LIMIT $3),
+     claimed AS (
+       UPDATE deliveries SET lease_owner = $1, lease_until = now() + ($2 || ' milliseconds')::interval
+       WHERE id IN (SELECT id FROM picked) AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+       RETURNING id)
+     SELECT id, 'claimed' AS kind FROM claimed UNION ALL SELECT id, 'parked' FROM parked`,
+    rt.instanceId,
+    String(leaseMs),
+    limit,
+    PER_TARGET,
+  );
+  return { claimed: rows.filter((r) => r.kind === 'claimed').map((r) => r.id), parked: rows.filter((r) => r.kind === 'parked').length };
+}
 
 /** However old an event is, it gets at least this many tries (a redelivery starts counting again). */
 export const MIN_ATTEMPTS = 5;
@@ -90,7 +136,12 @@ async function attempt(rt: Runtime, poster: Poster, d: Claimed): Promise<void> {
  * claimed with (a holder whose lease ran out and was taken over changes nothing). Returns whether
  * it was written.
  */
-export async function recordOutcome(rt: Runtime, d: Pick<Delivery, 'id' | 'leaseUntil'>, attempts: number, outcome: Outcome): Promise<boolean> {
+export async function recordOutcome(
+  rt: Runtime,
+  d: Pick<Delivery, 'id' | 'leaseUntil' | 'seq' | 'notificationId' | 'relayerId' | 'transactionId'>,
+  attempts: number,
+  outcome: Outcome,
+): Promise<boolean> {
   const now = new Date();
   const { count } = await rt.prisma.delivery.updateMany({
     where: { id: d.id, leaseOwner: rt.instanceId, leaseUntil: d.leaseUntil },
@@ -105,6 +156,18 @@ export async function recordOutcome(rt: Runtime, d: Pick<Delivery, 'id' | 'lease
       leaseUntil: null,
     },
   });
+  // Done with: the next event of its stream (parked behind it) goes now.
+  if (count > 0 && outcome.status !== 'pending') {
+    await rt.prisma.$executeRawUnsafe(
+      `UPDATE deliveries SET due_at = now() WHERE id = (
+         SELECT id FROM deliveries WHERE notification_id = $1 AND status = 'pending' AND seq > $2
+           AND ${d.transactionId ? 'transaction_id = $3' : 'relayer_id = $3 AND transaction_id IS NULL'}
+         ORDER BY seq LIMIT 1) AND due_at > now()`,
+      d.notificationId,
+      d.seq,
+      d.transactionId ?? d.relayerId,
+    );
+  }
   return count > 0;
 }
 
@@ -125,8 +188,8 @@ export function startDeliveryWorker(rt: Runtime) {
       started = true;
       const room = MAX_IN_FLIGHT - inFlight.size;
       if (room <= 0) return false;
-      const ids = await claimDue(rt.prisma, 'deliveries', { owner: rt.instanceId, limit: room, leaseMs, where: SENDABLE });
-      if (ids.length === 0) return false;
+      const { claimed: ids, parked } = await claimDeliveries(rt, room, leaseMs);
+      if (ids.length === 0) return parked > 0;
       const claimed = await rt.prisma.delivery.findMany({ where: { id: { in: ids } }, include: WITH_TARGET });
       for (const d of claimed) {
         const p: Promise<void> = attempt(rt, poster, d)
@@ -137,7 +200,7 @@ export function startDeliveryWorker(rt: Runtime) {
           });
         inFlight.add(p);
       }
-      return ids.length === room;
+      return ids.length === room || parked > 0;
     },
     { idleMs: 200, onError: (err) => rt.log.error({ err }, 'webhook worker error') },
   );

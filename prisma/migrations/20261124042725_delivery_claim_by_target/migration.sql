@@ -1,0 +1,11 @@
+-- DropIndex
+DROP INDEX "deliveries_status_due_at_idx";
+
+-- CreateIndex
+CREATE INDEX "deliveries_notification_id_status_due_at_idx" ON "deliveries"("notification_id", "status", "due_at");
+
+-- CreateIndex
+CREATE INDEX "deliveries_notification_id_lease_until_idx" ON "deliveries"("notification_id", "lease_until");
+
+-- CreateIndex
+CREATE INDEX "deliveries_relayer_id_transaction_id_seq_idx" ON "deliveries"("relayer_id", "transaction_id", "seq");
