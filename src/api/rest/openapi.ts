@@ -20,7 +20,11 @@ export function typeSchema(t: JsonType): JsonSchema {
     case 'string':
       return t.enumOf ? ref(t.enumOf) : { type: 'string', ...(t.format ? { format: t.format } : {}) };
     case 'integer':
-      return { ...INTEGER_FORMATS[t.format], ...(t.minimum !== undefined ? { minimum: t.minimum } : {}), ...(t.maximum !== undefined ? { maximum: t.maximum } : {}) };
+      return {
+        ...INTEGER_FORMATS[t.format],
+        ...(t.minimum !== undefined ? { minimum: t.minimum } : {}),
+        ...(t.maximum !== undefined ? { maximum: t.maximum } : {}),
+      };
     case 'boolean':
       return { type: 'boolean' };
     case 'array':

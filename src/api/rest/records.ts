@@ -187,7 +187,11 @@ export const recordSchemas: Record<string, JsonSchema> = {
   },
   Pagination: {
     type: 'object',
-    properties: { current_page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE }, total_items: { type: 'integer', minimum: 0 } },
+    properties: {
+      current_page: { type: 'integer', minimum: 1 },
+      per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE },
+      total_items: { type: 'integer', minimum: 0 },
+    },
     required: ['current_page', 'per_page', 'total_items'],
   },
 };
