@@ -28,10 +28,8 @@ async function claimTimes() {
       // (due in an hour), one fifth due but queued behind them (5 events per transaction).
       await seedBacklog(svc.rt, { notificationId: 'hook', transactions: 10, perTransaction: 1 });
       const dead = Math.max(0, size - 10);
-      if (dead) await seedBacklog(svc.rt, { notificationId: 'dead', transactions: Math.ceil(dead / 5), perTransaction: 5, dueInMs: 3_600_000 });
-      await svc.rt.prisma.$executeRawUnsafe(
-        `UPDATE deliveries d SET due_at = now() WHERE notification_id = 'dead' AND seq > (SELECT min(seq) FROM deliveries e WHERE e.transaction_id = d.transaction_id)`,
-      );
+      if (dead)
+        await seedBacklog(svc.rt, { notificationId: 'dead', transactions: Math.ceil(dead / 5), perTransaction: 5, dueInMs: 3_600_000, followersDueInMs: 0 });
       await svc.rt.prisma.$executeRawUnsafe('ANALYZE deliveries');
       const times: number[] = [];
       let parkedTotal = 0;

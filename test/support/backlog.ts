@@ -12,7 +12,15 @@ import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from './se
  */
 export async function seedBacklog(
   rt: Pick<Runtime, 'prisma'>,
-  o: { notificationId: string; relayerId?: string; transactions: number; perTransaction: number; dueInMs?: number },
+  o: {
+    notificationId: string;
+    relayerId?: string;
+    transactions: number;
+    perTransaction: number;
+    dueInMs?: number;
+    /** When the events after each transaction's first are due (default: as the first). */
+    followersDueInMs?: number;
+  },
 ): Promise<void> {
   await rt.prisma.$executeRawUnsafe(
     `WITH tx AS (
@@ -20,15 +28,17 @@ export async function seedBacklog(
        SELECT gen_random_uuid()::text, $1, 'evm', $2, '0', '{}'::jsonb, NULL, now() FROM generate_series(1, $3)
        RETURNING id)
      INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body, due_at)
-     SELECT gen_random_uuid()::text, $4, $1, tx.id, 'transaction_update', '{"event":"transaction_update"}', now() + ($6 || ' milliseconds')::interval
-     FROM tx CROSS JOIN generate_series(1, $5)
-     ORDER BY tx.id`,
+     SELECT gen_random_uuid()::text, $4, $1, tx.id, 'transaction_update', '{"event":"transaction_update"}',
+       now() + ((CASE WHEN k = 1 THEN $6 ELSE $7 END) || ' milliseconds')::interval
+     FROM tx CROSS JOIN generate_series(1, $5) AS k
+     ORDER BY tx.id, k`,
     o.relayerId ?? 'evm-relayer',
     DEV_ADDRESS,
     o.transactions,
     o.notificationId,
     o.perTransaction,
     String(o.dueInMs ?? 0),
+    String(o.followersDueInMs ?? o.dueInMs ?? 0),
   );
 }
 
