@@ -3,8 +3,9 @@ import { createYoga } from 'graphql-yoga';
 import type { Context } from './api/graphql/context.js';
 import { maskError } from './api/graphql/errors.js';
 import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
-import { bodyWithin, limitsPlugin, tooLarge } from './api/graphql/limits.js';
+import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
+import { useInputRules } from './api/graphql/input.js';
 import { schema } from './api/graphql/schema.js';
 import { authenticate } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
@@ -32,7 +33,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
-    plugins: [limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status), operationLabels(rt.metrics)],
+    plugins: [useInputRules(rt.env.maxBodyBytes), limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status), operationLabels(rt.metrics)],
     maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
@@ -62,9 +63,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
     }
     const caller = token ? callerKey(token) : 'anonymous';
     if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
-    const bounded = await bodyWithin(request);
-    if (!bounded) return tooLarge();
-    const response = await yoga.handleRequest(bounded, { requestId, caller, labels });
+    const response = await yoga.handleRequest(request, { requestId, caller, labels });
     if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
     return response;
   }

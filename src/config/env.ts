@@ -34,6 +34,11 @@ const schema = z.object({
   GRAPHQL_MAX_TOKENS: z.coerce.number().int().positive().default(1000),
   GRAPHQL_MAX_COST: z.coerce.number().int().positive().default(1000),
   GRAPHQL_MAX_BYTES: z.coerce.number().int().positive().default(65_536),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1 << 20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   SIGNER_STORE_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -58,6 +63,8 @@ export type Env = {
   /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
   webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
   graphqlLimits: GraphQLLimits;
+  /** Largest request body read (REST and GraphQL); larger ones are answered 413. */
+  maxBodyBytes: number;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   instanceId?: string;
   /** Passphrase of the keystores of signers created through the API (stored encrypted in the database). */
@@ -119,6 +126,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
       cost: e.GRAPHQL_MAX_COST,
       bytes: e.GRAPHQL_MAX_BYTES,
     },
+    maxBodyBytes: e.MAX_BODY_BYTES,
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
     signerStoreKey: e.SIGNER_STORE_KEY,

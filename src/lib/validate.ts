@@ -58,3 +58,40 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
     })
     .join('; ');
 }
+
+// NUL (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not encodable as UTF-8).
+const BAD_TEXT = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const MAX_TEXT_ISSUES = 20;
+
+/** Why a string cannot be stored as text, or null when it can: the one rule for every text input. */
+export function textProblem(s: string): string | null {
+  const m = BAD_TEXT.exec(s);
+  if (!m) return null;
+  return m[0] === '\0' ? 'must not contain NUL (\\u0000) characters' : 'must not contain lone UTF-16 surrogates';
+}
+
+/**
+ * Every string of a parsed JSON value (object keys included) that textProblem refuses, as
+ * "path: why" (paths as `a.b[0]`, the caller's names). Stops after a few.
+ */
+export function textIssues(value: unknown, path: string, issues: string[]): void {
+  const at = (p: string, why: string) => issues.length < MAX_TEXT_ISSUES && issues.push(p ? `${p}: ${why}` : why);
+  const walk = (v: unknown, p: string) => {
+    if (issues.length >= MAX_TEXT_ISSUES) return;
+    if (typeof v === 'string') {
+      const why = textProblem(v);
+      if (why) at(p, why);
+    } else if (Array.isArray(v)) {
+      v.forEach((item, i) => walk(item, `${p}[${i}]`));
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, item] of Object.entries(v)) {
+        const why = textProblem(k);
+        const name = why ? JSON.stringify(k).slice(1, -1).slice(0, 64) : k.slice(0, 64);
+        const q = p ? `${p}.${name}` : name;
+        if (why) at(q, `field name ${why}`);
+        walk(item, q);
+      }
+    }
+  };
+  walk(value, path);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs } from '../../src/core/notifications/delivery.js';
+import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs, TargetPauses } from '../../src/core/notifications/delivery.js';
 import { signatureHeaders, signBody, signTimestamped, verifyTimestamped } from '../../src/core/notifications/signature.js';
 import { isPrivate } from '../../src/core/notifications/url.js';
 
@@ -84,6 +84,32 @@ describe('retry rules', () => {
     expect(backoffMs(4, s, () => 0)).toBe(0);
     expect(backoffMs(30, s, () => 0.999)).toBe(599_400);
     expect(backoffMs(10_000, s, () => 0.5)).toBe(300_000);
+  });
+});
+
+describe('per-target rest', () => {
+  const retry = { status: 'pending' as const, retryInMs: 5 };
+  it('rests a failing target, longer after each rest that ends in failure, counting one failure per rest', () => {
+    const p = new TargetPauses({ retryBaseMs: 1_000, retryMaxDelayMs: 3_000 });
+    p.record('a', retry, 0);
+    p.record('a', retry, 10); // another attempt in flight failing in the same rest
+    expect(p.resting(999)).toEqual(['a']);
+    expect(p.resting(1_000)).toEqual([]);
+    p.record('a', retry, 1_000);
+    expect(p.resting(2_999)).toEqual(['a']);
+    expect(p.resting(3_000)).toEqual([]);
+    p.record('a', retry, 3_000);
+    p.record('a', retry, 6_000);
+    expect(p.resting(8_999)).toEqual(['a']); // capped at 3 s
+    expect(p.resting(9_000)).toEqual([]);
+  });
+  it('an answer that is not retried (delivered or final) ends the rest; other targets are untouched', () => {
+    const p = new TargetPauses({ retryBaseMs: 1_000, retryMaxDelayMs: 60_000 });
+    p.record('a', retry, 0);
+    p.record('b', { status: 'delivered' }, 0);
+    expect(p.resting(1)).toEqual(['a']);
+    p.record('a', { status: 'failed' }, 2);
+    expect(p.resting(3)).toEqual([]);
   });
 });
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../src/lib/json.js';
 import type { Field } from '../../src/api/rest/fields.js';
 import { routes, type Route } from '../../src/api/rest/routes.js';
+import { FUZZ_MAX_BODY_BYTES, runHostile } from '../support/hostile.js';
 import type { TestService } from '../support/service.js';
 import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
 
@@ -10,6 +11,8 @@ import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } fr
 // and a refused request (4xx) changes nothing in the database.
 
 const RUNS_PER_ROUTE = 250;
+/** Hostile cases (test/support/hostile.ts); with the random ones above, over 10,000 per run. */
+const HOSTILE_CASES = 10_000;
 
 /** One fingerprint of every row the routes can touch (a single query). */
 async function fingerprint(svc: TestService): Promise<string> {
@@ -156,7 +159,9 @@ const fuzzed = routes.filter((x) => !x.respond);
 describe('REST surface under random and malformed requests', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startRestService({ env: { RATE_LIMIT_BURST_SIZE: '1000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000' } });
+    svc = await startRestService({
+      env: { RATE_LIMIT_BURST_SIZE: '1000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000', MAX_BODY_BYTES: String(FUZZ_MAX_BODY_BYTES) },
+    });
     await svc.request('POST', '/api/v1/notifications', { id: 'hook-a', url: 'https://example.com/a', signing_key: 'k'.repeat(40) });
     await svc.request('POST', '/api/v1/notifications', { id: 'hook-b', url: 'https://example.com/b' });
     for (let i = 0; i < 3; i++) await seedTransaction(svc.rt);
@@ -184,6 +189,23 @@ describe('REST surface under random and malformed requests', () => {
       { numRuns: RUNS_PER_ROUTE },
     );
   });
+
+  // NUL bytes, lone surrogates, inexact numbers, wrong content types, deep and large bodies at every
+  // route, fired 25 at a time: all refused in the envelope, nothing stored (checked per batch).
+  it(`${HOSTILE_CASES} hostile requests over every route: all refused (400, 413, 415) in the envelope, nothing stored`, async () => {
+    const { failures, byKind, seed } = await runHostile({ app: svc.app, rt: svc.rt, apiKey: svc.apiKey, routes, cases: HOSTILE_CASES });
+    expect(failures, `seed ${seed}`).toEqual([]);
+    expect(Object.keys(byKind).sort()).toEqual([
+      'content type',
+      'deep JSON',
+      'field name',
+      'number',
+      'path parameter',
+      'query parameter',
+      'text field',
+      'too large',
+    ]);
+  }, 600_000);
 
   it('unknown paths and methods under /api/v1 answer 404 or 405 in the envelope', async () => {
     await fc.assert(

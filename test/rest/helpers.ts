@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+import { checkResponses } from './openapi-check.js';
 
 export const SOLANA_RELAYER = 'solana-relayer';
 export const STELLAR_RELAYER = 'stellar-relayer';
@@ -10,9 +11,10 @@ export const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 /**
  * The whole service without workers or a chain: the EVM relayer of evmConfig, and a Solana and a
  * Stellar relayer on the same dev key (their RPC URLs lead nowhere; the REST tests never get that far).
+ * Every response it gives is checked against its OpenAPI document (openapi-check.ts).
  */
 export async function startRestService(opts: Parameters<typeof startTestService>[0] = {}): Promise<TestService> {
-  return startTestService({
+  const svc = await startTestService({
     workers: false,
     config: ({ rpcUrl }) => {
       const c = evmConfig(rpcUrl);
@@ -32,6 +34,8 @@ export async function startRestService(opts: Parameters<typeof startTestService>
     },
     ...opts,
   });
+  await checkResponses(svc.app);
+  return svc;
 }
 
 let seq = 0;

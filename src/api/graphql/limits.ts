@@ -44,31 +44,3 @@ export function limitsPlugin(limits: GraphQLLimits): Plugin {
     },
   };
 }
-
-/** Largest /graphql request body (document and variables), as the REST adapter's. */
-export const MAX_REQUEST_BYTES = 1 << 20;
-
-/** The request, its body read when it came without a length; undefined when the body is larger than `max` bytes. */
-export async function bodyWithin(request: Request, max = MAX_REQUEST_BYTES): Promise<Request | undefined> {
-  const length = request.headers.get('content-length');
-  // node:http reads no more than a given Content-Length.
-  if (length !== null) return Number(length) > max ? undefined : request;
-  if (!request.body) return request;
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return new Request(request.url, { method: request.method, headers: request.headers, body: Buffer.concat(chunks) });
-}
-
-export const tooLarge = (max = MAX_REQUEST_BYTES) =>
-  Response.json({ errors: [{ message: `Request body larger than ${max} bytes`, extensions: { code: 'BAD_REQUEST' } }] }, { status: 413 });

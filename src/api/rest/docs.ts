@@ -44,7 +44,8 @@ function typeName(s: JsonSchema | undefined, doc: Doc): string {
     const target = doc.components.schemas[name];
     return Array.isArray(target?.enum) ? (target.enum as string[]).map((v) => `"${v}"`).join(' | ') : `<a href="#schema-${esc(name)}">${esc(name)}</a>`;
   }
-  if (Array.isArray(s.oneOf)) return (s.oneOf as JsonSchema[]).map((x) => typeName(x, doc)).join(' | ');
+  const alternatives = s.oneOf ?? s.anyOf;
+  if (Array.isArray(alternatives)) return (alternatives as JsonSchema[]).map((x) => typeName(x, doc)).join(' | ');
   const types = Array.isArray(s.type) ? (s.type as string[]) : s.type ? [s.type as string] : [];
   return (
     types
@@ -106,7 +107,7 @@ export function docsPage(doc: Doc): string {
     .map((o) => `<li><a href="#${esc(o.op.operationId)}"><span class="m ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`)
     .join('');
   // The policy objects the document spells out (one per chain family that has one).
-  const policies = ((doc.components.schemas.RelayerPolicies?.oneOf ?? []) as JsonSchema[]).flatMap((s) =>
+  const policies = ((doc.components.schemas.RelayerPolicies?.anyOf ?? []) as JsonSchema[]).flatMap((s) =>
     typeof s.$ref === 'string' ? [s.$ref.split('/').pop()!] : [],
   );
   const alternatives = (s: JsonSchema) => (Array.isArray(s.oneOf) ? (s.oneOf as JsonSchema[]) : [s]);

@@ -7,7 +7,8 @@ export type IntegerFormat = 'int32' | 'int64' | 'u128';
 
 export type JsonType =
   | { kind: 'string'; enumOf?: string; format?: string }
-  | { kind: 'integer'; format: IntegerFormat }
+  /** minimum/maximum: documented bounds (the service checks them, with its own message). */
+  | { kind: 'integer'; format: IntegerFormat; minimum?: number; maximum?: number }
   | { kind: 'boolean' }
   /** `fields` absent: any JSON object, passed on as it is (policies, Stellar operations). */
   | { kind: 'object'; fields?: Fields }
@@ -26,7 +27,7 @@ export interface Field {
 export type Fields = Record<string, Field>;
 
 export const string = (o: { enumOf?: string; format?: string } = {}): JsonType => ({ kind: 'string', ...o });
-export const integer = (format: IntegerFormat): JsonType => ({ kind: 'integer', format });
+export const integer = (format: IntegerFormat, bounds: { minimum?: number; maximum?: number } = {}): JsonType => ({ kind: 'integer', format, ...bounds });
 export const boolean = (): JsonType => ({ kind: 'boolean' });
 export const object = (fields?: Fields): JsonType => ({ kind: 'object', fields });
 export const array = (items: JsonType): JsonType => ({ kind: 'array', items });

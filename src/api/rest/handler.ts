@@ -13,6 +13,8 @@ import type { YogaServerInstance } from 'graphql-yoga';
 import type { Context } from '../graphql/context.js';
 import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
+import { textIssues, textProblem } from '../../lib/validate.js';
+import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './direct.js';
@@ -29,9 +31,6 @@ export interface RestContext {
   /** Metrics labels of the request: the adapter names the route template it matched. */
   labels?: HttpLabels;
 }
-
-/** Largest request body read, in bytes. */
-export const MAX_BODY_BYTES = 1 << 20;
 
 const OPENAPI_PATH = '/api/v1/openapi.json';
 const DOCS_PATH = '/api/v1/docs';
@@ -133,7 +132,7 @@ export function failWith(code: ErrorCode, detail?: string): Response {
 }
 
 /** The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema. */
-export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>, _rt: Runtime, schema: GraphQLSchema = appSchema) {
+export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>, rt: Runtime, schema: GraphQLSchema = appSchema) {
   const compiled = compileRoutes(schema);
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
@@ -163,11 +162,9 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     })) as ExecutionResult;
   }
 
+  /** The JSON body (an object, or an array where the route takes one), or why there is none (a 400 issue); 413 and 415 are thrown as responses. */
   async function readBody(request: Request, issues: string[], arrays = false): Promise<Record<string, unknown> | undefined> {
-    const length = Number(request.headers.get('content-length') ?? 0);
-    if (length > MAX_BODY_BYTES) return void issues.push(`body: larger than ${MAX_BODY_BYTES} bytes`);
-    const text = await request.text();
-    if (text.length > MAX_BODY_BYTES) return void issues.push(`body: larger than ${MAX_BODY_BYTES} bytes`);
+    const text = await readBodyText(request, rt.env.maxBodyBytes);
     if (!text.trim()) return void issues.push('body: required (a JSON object)');
     let value: unknown;
     try {
@@ -177,7 +174,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     }
     if (value === null || typeof value !== 'object' || (Array.isArray(value) && !arrays))
       return void issues.push(`body: must be a JSON object${arrays ? ' or array' : ''}`);
-    return value as Record<string, unknown>;
+    textIssues(value, '', issues);
+    return issues.length ? undefined : (value as Record<string, unknown>);
   }
 
   async function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, issues: string[]) {
@@ -186,6 +184,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     for (const [name, p] of Object.entries(route.pathParams)) {
       try {
         const text = decodeURIComponent(params[name]);
+        const why = textProblem(text);
+        if (why) issues.push(`${name}: ${why}`);
         variables[p.gql] = p.type ? fromQuery(text, p.type, name, issues, enums) : text;
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
@@ -193,7 +193,9 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     }
     for (const [name, f] of Object.entries(route.query ?? {})) {
       const given = url.searchParams.getAll(name);
-      if (given.length > 1) issues.push(`${name}: given more than once`);
+      const why = given.map(textProblem).find(Boolean);
+      if (why) issues.push(`${name}: ${why}`);
+      else if (given.length > 1) issues.push(`${name}: given more than once`);
       else if (given.length === 1) variables[gqlName(name, f)] = fromQuery(given[0], f.type, name, issues, enums);
     }
     for (const [name, f] of Object.entries(route.headers ?? {})) {
@@ -240,8 +242,17 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
         const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
         return fail(405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { Allow: allow });
       }
+      if (hit.c.route.body && !isJsonContentType(request.headers.get('content-type'))) {
+        return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${request.headers.get('content-type') ?? 'no Content-Type'})`);
+      }
       const issues: string[] = [];
-      const variables = await variablesFor(hit.c, hit.params, url, request, issues);
+      let variables: Record<string, unknown>;
+      try {
+        variables = await variablesFor(hit.c, hit.params, url, request, issues);
+      } catch (e) {
+        if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
+        throw e;
+      }
       if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
       const result = await execute(hit.c, variables, request, ctx);

@@ -22,7 +22,11 @@ export function typeSchema(t: JsonType): JsonSchema {
     case 'string':
       return t.enumOf ? ref(t.enumOf) : { type: 'string', ...(t.format ? { format: t.format } : {}) };
     case 'integer':
-      return { ...INTEGER_FORMATS[t.format] };
+      return {
+        ...INTEGER_FORMATS[t.format],
+        ...(t.minimum !== undefined ? { minimum: t.minimum } : {}),
+        ...(t.maximum !== undefined ? { maximum: t.maximum } : {}),
+      };
     case 'boolean':
       return { type: 'boolean' };
     case 'array':
@@ -82,6 +86,8 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     description:
       'The resource already exists (`Relayer with this ID already exists`, `Signer with this ID already exists`, …), or an Idempotency-Key was reused with another body.',
   },
+  413: { name: 'PayloadTooLarge', message: 'Payload Too Large', description: 'The body is larger than MAX_BODY_BYTES (default 1 MiB).' },
+  415: { name: 'UnsupportedMediaType', message: 'Unsupported Media Type', description: 'The body is not sent as application/json (or application/*+json).' },
   429: {
     name: 'TooManyRequests',
     message: httpOf.RATE_LIMITED.message!,
@@ -112,7 +118,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
         schema: typeSchema(f.type),
       })),
     ];
-    const statuses = [400, 401, ...r.errors, ...(c.rateLimited ? [429] : []), 500].sort();
+    const statuses = [400, 401, ...r.errors, ...(r.body ? [413, 415] : []), ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
     const notes = [
       r.description,

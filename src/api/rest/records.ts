@@ -1,6 +1,7 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
 import { FAMILIES, isNetworkType, specOf } from '../../chains/families.js';
 import type { FamilySpec, RecordColumn } from '../../core/family.js';
+import { MAX_PER_PAGE } from '../../core/page.js';
 
 // The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
 // field comes from and its JSON Schema. The adapter maps with these and the OpenAPI document
@@ -177,14 +178,20 @@ export const recordSchemas: Record<string, JsonSchema> = {
   ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
   RelayerPolicies: {
     description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
-    oneOf: [
+    // anyOf: the families' policy objects overlap (an empty object is a policy of each).
+    type: 'object',
+    anyOf: [
       ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
       ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
     ],
   },
   Pagination: {
     type: 'object',
-    properties: { current_page: int, per_page: int, total_items: int },
+    properties: {
+      current_page: { type: 'integer', minimum: 1 },
+      per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE },
+      total_items: { type: 'integer', minimum: 0 },
+    },
     required: ['current_page', 'per_page', 'total_items'],
   },
 };

@@ -16,6 +16,7 @@ import {
 } from '../../generated/graphql.js';
 import { FAMILIES } from '../../chains/families.js';
 import { sendFieldsOf } from '../../core/family.js';
+import { MAX_PER_PAGE } from '../../core/page.js';
 import { directRoutes } from './direct.js';
 import { array, boolean, integer, object, restFields, string, type Field, type Fields, type JsonType } from './fields.js';
 import { entityRoutes } from './entities.js';
@@ -80,8 +81,8 @@ const route = <TData>(r: Route<TData>): Route => r as Route;
 
 const relayerId = { relayer_id: { gql: 'relayerId', description: "The relayer's unique identifier." } };
 const paging: Fields = {
-  page: { type: integer('int32'), description: 'Page number, from 1 (default 1).' },
-  per_page: { type: integer('int32'), description: 'Items per page, from 1 to 100 (default 10).' },
+  page: { type: integer('int32', { minimum: 1 }), description: 'Page number, from 1 (default 1).' },
+  per_page: { type: integer('int32', { minimum: 1, maximum: MAX_PER_PAGE }), description: `Items per page, from 1 to ${MAX_PER_PAGE} (default 10).` },
 };
 
 /** Every field of the send shapes (spec 4.1), one per chain family; the service checks which belong to the relayer's type. */

@@ -1,0 +1,83 @@
+// Webhooks with dead receivers:
+//   1. the time of one delivery claim with 10 / 1,000 / 100,000 deliveries pending (most to dead
+//      targets, backing off or queued behind an earlier event of their transaction), on PGlite;
+//   2. GET /v1/health and a send through REST over HTTP, median latency with only a healthy
+//      receiver, then with 5,000 deliveries pending to a receiver answering 503 and one that never
+//      answers (the ratio the issue asks to keep within 1.2).
+//
+//   npx tsx bench/webhooks.ts [--samples 30] [--sizes 10,1000,100000]
+
+import { parseArgs } from 'node:util';
+import { claimDeliveries } from '../src/core/notifications/delivery.js';
+import { median, seedBacklog, serveOverHttp, serviceLatency, startWithTargets } from '../test/support/backlog.js';
+import { startReceiver } from '../test/notifications/receiver.js';
+import { evmConfig, startTestService } from '../test/support/service.js';
+
+const { values } = parseArgs({ options: { samples: { type: 'string', default: '30' }, sizes: { type: 'string', default: '10,1000,100000' } } });
+const samples = Number(values.samples);
+
+async function claimTimes() {
+  for (const size of values.sizes!.split(',').map(Number)) {
+    const hook = (id: string) => ({ id, type: 'webhook', url: `http://127.0.0.1:9/${id}` });
+    const svc = await startTestService({
+      workers: false,
+      config: ({ rpcUrl }) => evmConfig(rpcUrl, { relayer: { notification_id: 'hook' }, notifications: [hook('hook'), hook('dead')] }),
+    });
+    try {
+      // 10 due deliveries to the healthy target; the rest to a dead one: four fifths backing off
+      // (due in an hour), one fifth due but queued behind them (5 events per transaction).
+      await seedBacklog(svc.rt, { notificationId: 'hook', transactions: 10, perTransaction: 1 });
+      const dead = Math.max(0, size - 10);
+      if (dead)
+        await seedBacklog(svc.rt, { notificationId: 'dead', transactions: Math.ceil(dead / 5), perTransaction: 5, dueInMs: 3_600_000, followersDueInMs: 0 });
+      await svc.rt.prisma.$executeRawUnsafe('ANALYZE deliveries');
+      const times: number[] = [];
+      let parkedTotal = 0;
+      for (let i = 0; i < samples; i++) {
+        const t0 = performance.now();
+        const { claimed, parked } = await claimDeliveries(svc.rt, 32, 60_000);
+        times.push(performance.now() - t0);
+        parkedTotal += parked;
+        // Give the claimed ones back, as if they failed and were due again at once.
+        await svc.rt.prisma.delivery.updateMany({ where: { id: { in: claimed } }, data: { leaseOwner: null, leaseUntil: null } });
+      }
+      const pending = await svc.rt.prisma.delivery.count({ where: { status: 'pending' } });
+      console.log(
+        `claim with ${pending.toLocaleString('en')} pending: median ${median(times).toFixed(2)} ms, first ${times[0].toFixed(2)} ms, max ${Math.max(...times).toFixed(2)} ms (parked ${parkedTotal} rows on the way)`,
+      );
+    } finally {
+      await svc.stop();
+    }
+  }
+}
+
+async function latency() {
+  const [ok, dead, hang] = await Promise.all([startReceiver(), startReceiver(), startReceiver()]);
+  dead.answer(() => 503);
+  hang.answer(() => 'hang');
+  const svc = await startWithTargets({ ok: ok.url, dead503: dead.url, hang: hang.url });
+  const http = await serveOverHttp(svc);
+  try {
+    await serviceLatency(http.url, svc.apiKey, 5);
+    const healthy = await serviceLatency(http.url, svc.apiKey, samples);
+    await seedBacklog(svc.rt, { notificationId: 'dead503', transactions: 500, perTransaction: 5 });
+    await seedBacklog(svc.rt, { notificationId: 'hang', transactions: 500, perTransaction: 5 });
+    svc.rt.wakeDeliveries();
+    await new Promise((r) => setTimeout(r, 2_000));
+    const backlogged = await serviceLatency(http.url, svc.apiKey, samples);
+    const line = (what: string, a: number, b: number) =>
+      console.log(`${what}: healthy ${a.toFixed(2)} ms, with the dead receivers ${b.toFixed(2)} ms, ratio ${(b / a).toFixed(2)} (target <= 1.2)`);
+    line('GET /v1/health median', healthy.healthMs, backlogged.healthMs);
+    line('send (POST .../transactions) median', healthy.sendMs, backlogged.sendMs);
+    console.log(
+      `attempts meanwhile: ${dead.received.length} at the 503 receiver, ${hang.received.length} at the silent one; ${ok.received.length} deliveries at the healthy one`,
+    );
+  } finally {
+    await http.close();
+    await svc.stop();
+    await Promise.all([ok, dead, hang].map((r) => r.close()));
+  }
+}
+
+await claimTimes();
+await latency();

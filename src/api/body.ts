@@ -1,0 +1,38 @@
+// The request-body rules both surfaces share: JSON only, and no more than the configured size.
+
+/** application/json or any application/*+json, with parameters (charset) or not. */
+export function isJsonContentType(value: string | null): boolean {
+  if (!value) return false;
+  const type = value.split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || /^application\/[a-z0-9!#$&^_.-]+\+json$/.test(type);
+}
+
+export class BodyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the body is larger than ${limit} bytes`);
+  }
+}
+
+/**
+ * The body as UTF-8 text, read no further than `limit` bytes (a Content-Length above it is refused
+ * before reading): throws BodyTooLarge.
+ */
+export async function readBodyText(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? 0);
+  if (declared > limit) throw new BodyTooLarge(limit);
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw new BodyTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,53 @@
+import { type GraphQLError, Kind, visit } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { parseJson } from '../../lib/json.js';
+import { textIssues, textProblem } from '../../lib/validate.js';
+import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
+import { AppError } from './errors.js';
+
+// Input rules of /graphql that the REST adapter applies on its side too (src/api/body.ts,
+// src/lib/validate.ts): POST bodies are JSON only (no form or text/plain posts a browser could
+// send from another site), bounded in size, parsed keeping exact integers, and no text
+// anywhere holds a character the database cannot store.
+
+const errorResponse = (status: number, message: string, code: string) => Response.json({ errors: [{ message, extensions: { code } }] }, { status });
+
+export function useInputRules(maxBodyBytes: number): Plugin {
+  return {
+    onRequestParse({ request, setRequestParser }) {
+      if (request.method !== 'POST') return;
+      setRequestParser(async (req) => {
+        const type = req.headers.get('content-type');
+        if (!isJsonContentType(type)) {
+          return errorResponse(415, `Unsupported Media Type: send application/json (got ${type ?? 'no Content-Type'})`, 'UNSUPPORTED_MEDIA_TYPE');
+        }
+        let text: string;
+        try {
+          text = await readBodyText(req, maxBodyBytes);
+        } catch (e) {
+          if (e instanceof BodyTooLarge) return errorResponse(413, `Payload Too Large: ${e.message}`, 'PAYLOAD_TOO_LARGE');
+          throw e;
+        }
+        let body: unknown;
+        try {
+          body = parseJson(text);
+        } catch {
+          return errorResponse(400, 'POST body sent invalid JSON.', 'BAD_REQUEST');
+        }
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) return errorResponse(400, 'POST body must be a JSON object', 'BAD_REQUEST');
+        return body as never;
+      });
+    },
+    onExecute({ args, setResultAndStopExecution }) {
+      const issues: string[] = [];
+      textIssues(args.variableValues ?? {}, '', issues);
+      visit(args.document, {
+        [Kind.STRING](node) {
+          const why = textProblem(node.value);
+          if (why) issues.push(`a string literal ${why}`);
+        },
+      });
+      if (issues.length) setResultAndStopExecution({ errors: [new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; '))] as GraphQLError[] });
+    },
+  };
+}
