@@ -82,8 +82,9 @@ export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
 async function perform<D extends Decision>(rt: Runtime, family: string, steps: AnySteps, c: unknown, ds: D[], which: (e: Effect) => boolean): Promise<D[]> {
   const due = ds.filter((d) => d.effects.length > 0 && d.effects.every(which));
   if (due.length === 0) return ds;
-  const effects = due.flatMap((d) => d.effects);
-  const outcomes = await steps.perform(c, effects);
+  const todo = due.flatMap((d) => d.effects.map((effect) => ({ effect, d })));
+  const effects = todo.map((t) => t.effect);
+  const outcomes = await steps.perform(c, todo);
   effects.forEach((e, i) => {
     const signed = (outcomes[i] as { signed?: unknown } | undefined)?.signed === true;
     if (e.point && ((e.stage === 'sign' && signed) || e.stage === 'send')) rt.crash(`${family}.${e.point}.${e.stage === 'sign' ? 'signed' : 'broadcast'}`);

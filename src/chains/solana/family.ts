@@ -121,7 +121,7 @@ const steps: Steps<Ctx, { pace: SolanaPace; verdicts: Map<string, SolanaVerdict 
     return { pace: { pollMs: c.pollMs }, verdicts: new Map(open.map(({ tx }, i) => [tx.id, verdicts[i]])) };
   },
   decide: (rows, seen, now) => rows.map((tx) => decideSolana(tx, seen.verdicts.get(tx.id), seen.pace, now)),
-  perform: (c, effects) => each(c, effects, (e) => perform(c, e)),
+  perform: (c, todo) => each(c, todo, ({ effect }) => perform(c, effect)),
   record: recordSolana,
 };
 

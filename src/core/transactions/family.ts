@@ -52,10 +52,10 @@ export interface Steps<C = unknown, S = unknown, E extends Effect = Effect, R = 
   observe(c: C, rows: Transaction[]): Promise<S>;
   decide(rows: Transaction[], seen: S, now: Date): D[];
   /**
-   * Performs effects (of several decisions at once, so a family can batch them): one outcome
-   * each, in order. The outcome of a sign effect that made new bytes has `signed: true`.
+   * Performs effects, each with the decision it belongs to (several decisions at once, so a
+   * family can batch them): one outcome each, in order. The outcome of a sign effect that made new bytes has `signed: true`.
    */
-  perform(c: C, effects: E[]): Promise<R[]>;
+  perform(c: C, todo: { effect: E; d: D }[]): Promise<R[]>;
   /** The decision once `d.effects` gave `outcomes` (one each, in order); its effects replace d's. */
   record(d: D, outcomes: R[], now: Date): D;
   /** After the step was saved (rows whose lease was lost are left out). */
