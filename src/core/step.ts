@@ -86,8 +86,10 @@ async function perform<D extends Decision>(rt: Runtime, family: string, steps: A
   const effects = todo.map((t) => t.effect);
   const outcomes = await steps.perform(c, todo);
   effects.forEach((e, i) => {
-    const signed = (outcomes[i] as { signed?: unknown } | undefined)?.signed === true;
-    if (e.point && ((e.stage === 'sign' && signed) || e.stage === 'send')) rt.crash(`${family}.${e.point}.${e.stage === 'sign' ? 'signed' : 'broadcast'}`);
+    const o = outcomes[i] as { signed?: unknown; point?: unknown } | undefined;
+    const point = typeof o?.point === 'string' ? o.point : e.point;
+    if (point && ((e.stage === 'sign' && o?.signed === true) || e.stage === 'send'))
+      rt.crash(`${family}.${point}.${e.stage === 'sign' ? 'signed' : 'broadcast'}`);
   });
   let i = 0;
   const now = new Date();

@@ -53,7 +53,8 @@ export interface Steps<C = unknown, S = unknown, E extends Effect = Effect, R = 
   decide(rows: Transaction[], seen: S, now: Date): D[];
   /**
    * Performs effects, each with the decision it belongs to (several decisions at once, so a
-   * family can batch them): one outcome each, in order. The outcome of a sign effect that made new bytes has `signed: true`.
+   * family can batch them): one outcome each, in order. The outcome of a sign effect that made new bytes has `signed: true`
+   * (and the `point` they were made for, when the effect could not name it before).
    */
   perform(c: C, todo: { effect: E; d: D }[]): Promise<R[]>;
   /** The decision once `d.effects` gave `outcomes` (one each, in order); its effects replace d's. */
