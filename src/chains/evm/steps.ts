@@ -288,12 +288,6 @@ async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDeci
       const { pending } = await chainNonces(ctx);
       return { moved: await moveToNewNonce(c.rt, w.tx, pending) };
     }
-    if ('resolve' in effect) {
-      const latest = await latestNonce(ctx).catch(() => null);
-      if (latest === null) return { answer: null, head: 0n };
-      const { head, answers } = await readChain(ctx, [w], latest);
-      return { answer: answers.get(w.tx.id) ?? null, head };
-    }
     if ('fillGaps' in effect) {
       await fillGapsNow(c, ctx);
       return { done: true };
@@ -389,9 +383,22 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     const ctx = c.evm!;
     const outcomes: EvmOutcome[] = new Array(todo.length);
     const at = (pick: (e: EvmEffect) => boolean) => todo.map((t, i) => ({ ...t, i })).filter((t) => pick(t.effect));
-    // Gaps first, then moves, signings and reads, each work in turn; broadcasts all in one batch.
-    for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => e.stage !== 'send' && !('fillGaps' in e))]) {
+    // Gaps first, then moves and signings, each work in turn; receipts and broadcasts in one batch each.
+    for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e || e.stage === 'sign')]) {
       outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
+    }
+    const looks = at((e) => 'resolve' in e);
+    if (looks.length > 0) {
+      const latest = await latestNonce(ctx).catch(() => null);
+      const read =
+        latest === null
+          ? null
+          : await readChain(
+              ctx,
+              looks.map((t) => t.d.work),
+              latest,
+            ).catch(() => null);
+      for (const t of looks) outcomes[t.i] = { answer: read?.answers.get(t.d.work.tx.id) ?? null, head: read?.head ?? 0n };
     }
     const sends = at((e) => e.stage === 'send');
     if (sends.length > 0) {
