@@ -2,7 +2,7 @@
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
 import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
-import type { Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Relayer } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/family.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';

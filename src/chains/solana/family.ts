@@ -2,7 +2,7 @@
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import type { Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
 import type { ChainFamily, Steps } from '../../core/transactions/family.js';

@@ -34,7 +34,7 @@ import {
   type StellarState,
 } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
-import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp, type StellarSubmitOutcome } from './status.js';
+import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, long } from '../step.js';
 
 interface Ctx {
