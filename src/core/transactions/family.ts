@@ -16,8 +16,8 @@ export interface Accepted {
 
 /**
  * Something a step does besides deciding. `read`: looks at the chain (or the database); `sign`:
- * makes bytes to send, which stay in the process; `send`: leaves the process (a broadcast), so the
- * core writes its decision before performing it. `point` names the signing path (send, resubmit,
+ * makes bytes to send, which stay in the process; `send`: leaves the process (a broadcast), or
+ * must follow the write for another reason, so the core writes its decision before performing it. `point` names the signing path (send, resubmit,
  * resign, ...) for the crash points `<family>.<point>.signed|saved|broadcast`, which the core fires.
  */
 export interface Effect {
@@ -53,8 +53,9 @@ export interface Steps<C = unknown, S = unknown, E extends Effect = Effect, R = 
   decide(rows: Transaction[], seen: S, now: Date): D[];
   /**
    * Performs effects, each with the decision it belongs to (several decisions at once, so a
-   * family can batch them): one outcome each, in order. The outcome of a sign effect that made new bytes has `signed: true`
-   * (and the `point` they were made for, when the effect could not name it before).
+   * family can batch them): one outcome each, in order. The outcome of a sign effect that made
+   * new bytes has `signed: true` (and the `point` they were made for, when the effect could not
+   * name it before).
    */
   perform(c: C, todo: { effect: E; d: D }[]): Promise<R[]>;
   /** The decision once `d.effects` gave `outcomes` (one each, in order); its effects replace d's. */
