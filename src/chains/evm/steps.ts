@@ -135,6 +135,7 @@ function workOf(d: EvmDecision): Work {
 /** Receipts of every signing of each work (at any nonce it ever had), and for those without one, whose transaction took the nonce. */
 async function readChain(ctx: EvmContext, works: Work[], latest: bigint): Promise<{ head: bigint; answers: Map<string, ChainAnswer> }> {
   const look = works.filter((w) => toResolve(w, latest));
+  if (look.length === 0) return { head: 0n, answers: new Map() };
   const calls = look.flatMap((w) => signedHashes(w).map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })));
   const [head, ...replies] = await ctx.rpc.batch<Receipt | null>([{ method: 'eth_blockNumber' }, ...calls]);
   if (!head.ok) throw head.error;
