@@ -4,8 +4,7 @@ import { startLoop } from '../lib/loop.js';
 import type { Transaction } from '../generated/prisma/client.js';
 import { startDeliveryWorker } from './notifications/delivery.js';
 import { startRelayerChecks } from './relayers/checks.js';
-import type { NetworkType } from './relayers/policies.js';
-import { familyOf } from './transactions/family.js';
+import { stepTransactions } from './step.js';
 import { claimTransactions, releaseTransactions } from './transactions/store.js';
 import type { Runtime } from './runtime.js';
 
@@ -18,8 +17,7 @@ const LEASE_MARGIN_MS = 5_000;
 /**
  * Works every accepted transaction to a final state: takes the rows handed to it (already leased
  * to this instance: new ones, ones the chain just mined) and claims due rows (a lease, so another
- * instance picks up the work of one that died), and lets the chain family advance each by one
- * step, the whole batch at once when the family can.
+ * instance picks up the work of one that died), and advances each by one step (core/step.ts).
  */
 function startTransactionWorker(rt: Runtime) {
   const giveBack = (rows: Transaction[], inMs = 0) =>
@@ -27,7 +25,6 @@ function startTransactionWorker(rt: Runtime) {
       rt,
       rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })),
     );
-  const retryLater = (rows: Transaction[]) => giveBack(rows, 5_000);
   let started = false;
   let handed: Transaction[] = [];
   const loop = startLoop(
@@ -41,33 +38,7 @@ function startTransactionWorker(rt: Runtime) {
         txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }
       if (txs.length === 0) return false;
-      const byType = new Map<NetworkType, Transaction[]>();
-      for (const tx of txs) byType.set(tx.networkType as NetworkType, [...(byType.get(tx.networkType as NetworkType) ?? []), tx]);
-      await Promise.all(
-        [...byType].map(async ([type, group]) => {
-          const family = familyOf(type);
-          if (!family) return;
-          if (family.processBatch) {
-            try {
-              await family.processBatch(rt, group);
-            } catch (err) {
-              rt.log.error({ err, transactions: group.length }, 'transaction step failed; retrying later');
-              await retryLater(group);
-            }
-            return;
-          }
-          await Promise.all(
-            group.map(async (tx) => {
-              try {
-                await family.process(rt, tx);
-              } catch (err) {
-                rt.log.error({ err, transactionId: tx.id }, 'transaction step failed; retrying later');
-                await retryLater([tx]);
-              }
-            }),
-          );
-        }),
-      );
+      await stepTransactions(rt, txs);
       return txs.length === BATCH || handed.length > 0;
     },
     { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },

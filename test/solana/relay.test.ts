@@ -3,7 +3,7 @@
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
-import { familyOf } from '../../src/core/transactions/family.js';
+import { stepTransactions } from '../../src/core/step.js';
 import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/core/worker.js';
 import { startProxy } from '../support/rpc-proxy.js';
@@ -264,7 +264,7 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   const step = async (id: string) => {
     if ((await row(id)).leaseOwner !== s.svc.rt.instanceId)
       expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
-    await familyOf('solana')!.process(s.svc.rt, await row(id));
+    await stepTransactions(s.svc.rt, [await row(id)]);
   };
 
   it('signs again with a fresh blockhash when its blockhash expires before a node accepts it', async () => {
@@ -327,7 +327,7 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     const stale = await row(id);
     await s.svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
     const calls = s.stub.calls.length;
-    await familyOf('solana')!.process(s.svc.rt, stale);
+    await stepTransactions(s.svc.rt, [stale]);
     // The broadcast happened (the same signed bytes, which can land once), but its outcome is not written over the new owner's row.
     expect(s.stub.calls.length).toBeGreaterThan(calls);
     const after = await row(id);

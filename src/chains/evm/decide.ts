@@ -444,3 +444,63 @@ export function resumeSigned(w: Work) {
   const last = w.st.broadcasts[w.st.broadcasts.length - 1];
   if (w.st.phase === 'signed' && last?.kind === 'payload') w.st.payloadOut = true;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The step (core/step.ts runs it; steps.ts observes and performs)
+
+/** What the chain answered about one transaction the chain's nonce passed (or that was mined). */
+export type ChainAnswer =
+  /** A receipt of one of its signings; `revert`: why a payload reverted (replayed), with its block. */
+  | { kind: 'receipt'; receipt: Receipt; revert?: string }
+  /** A receipt read got no answer: no evidence either way. */
+  | { kind: 'unanswered' }
+  /** No signing has a receipt; `minedAt`: the transaction the chain holds at its nonce (null: not found). */
+  | { kind: 'none'; minedAt: Hex | null };
+
+/** Transactions whose receipts are worth reading: mined ones (confirmations, reorgs), and those whose nonce the chain passed. */
+export const toResolve = (w: Work, latest: bigint) => w.tx.nonce !== null && w.st.phase !== 'done' && (w.st.phase === 'mined' || nonceOf(w) < latest);
+
+/** The broadcast a receipt is for. */
+export const broadcastOf = (w: Work, hash: Hex) => w.st.broadcasts.find((x) => x.hash.toLowerCase() === hash.toLowerCase())!;
+
+/**
+ * Applies what the chain answered: mined (and maybe confirmed or reverted), reorganised away, or
+ * its nonce taken: by one of its own signings, by nothing found (held), or proven by another
+ * transaction of the account, when it must move to a new nonce (returned: the hash that took it).
+ */
+export function resolve(pace: Pace, w: Work, a: ChainAnswer, head: bigint, now: Date): { move: Hex } | undefined {
+  switch (a.kind) {
+    case 'receipt':
+      if (onReceipt(pace, w, broadcastOf(w, a.receipt.transactionHash), a.receipt, head) === 'reverted' && a.revert) w.reason = a.revert;
+      return;
+    case 'unanswered':
+      w.dueInMs = pollMs(pace); // no answer is no evidence: look again
+      return;
+    case 'none':
+      if (w.st.phase === 'mined') {
+        reorganised(w);
+        return;
+      }
+      if (attribute(pace, w, a.minedAt, now) === 'move') return { move: a.minedAt! };
+  }
+}
+
+/**
+ * What a transaction needs at this point of the step: 'sign' (a new signing at its nonce, or a
+ * higher bid), 'send' (its saved bytes, again), or nothing (waiting, mined, held, done).
+ * `lineSince`: when the account's mined nonce last moved.
+ */
+export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest: bigint): 'sign' | 'send' | undefined {
+  if (w.tx.nonce === null || w.st.phase === 'mined' || w.st.phase === 'done' || w.st.unattributed) return;
+  expireIfDue(w, now);
+  if (w.st.phase === 'new') return 'sign';
+  if (w.st.phase === 'signed') return 'send';
+  if (w.st.phase === 'broadcast' && dueForResubmit(pace, w, now, lineSince, latest)) return 'sign';
+}
+
+/** The patch a work writes: nothing when only looked at (the row is just given back, due again). */
+export function patchOf(w: Work): TransactionPatch {
+  if (unchanged(w)) return {};
+  // A copy: the state goes on changing after it is written.
+  return { ...w.patch, status: w.status, statusReason: reasonOf(w), chainState: JSON.parse(JSON.stringify(w.st)) };
+}

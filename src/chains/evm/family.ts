@@ -9,8 +9,8 @@ import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
 import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
-import { processBatch } from './pipeline.js';
 import { RpcUnavailableError } from './rpc.js';
+import { evmSteps } from './steps.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
@@ -134,8 +134,7 @@ export const evmFamily: ChainFamily<'evm'> = {
   accept: acceptEvm,
   chainNonce,
   balance,
-  process: (rt, tx) => processBatch(rt, [tx]),
-  processBatch,
+  steps: evmSteps,
   checkRelayer,
   cancel,
   replace,

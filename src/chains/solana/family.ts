@@ -2,21 +2,33 @@
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
 import type { Network } from '../../config/load.js';
 import { signerKey } from '../../config/signers.js';
-import type { Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';
-import type { ChainFamily } from '../../core/transactions/family.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import type { ChainFamily, Steps } from '../../core/transactions/family.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { rpcObserver } from '../../metrics/rpc.js';
-import { clientCache, contextForCheck, endpointsOf, long, relayerOfStep, saveStep } from '../step.js';
+import { clientCache, contextForCheck, endpointsOf } from '../step.js';
 import { SolanaRequestError } from './errors.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
 import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc.js';
-import { solanaVerdict, type SolanaSigning, type SolanaVerdict } from './decide.js';
+import {
+  decideSolana,
+  FINAL,
+  recordSolana,
+  signingsOf,
+  solanaVerdict,
+  stateOf,
+  type SolanaDecision,
+  type SolanaEffect,
+  type SolanaOutcome,
+  type SolanaPace,
+  type SolanaSigning,
+  type SolanaVerdict,
+} from './decide.js';
 import { submitSolanaTx } from './status.js';
 
 interface Ctx {
@@ -27,27 +39,7 @@ interface Ctx {
   rpc: SolanaRpc;
   /** How often a sent transaction is looked up (and sent again while unseen). */
   pollMs: number;
-}
-
-/** What the pipeline keeps about the transaction (transactions.chain_state). */
-interface SolanaState {
-  /** The current signed wire transaction, written before it is sent so that a restart sends the same bytes. */
-  wire: string;
-  signature: string;
-  blockhash: string;
-  /** Past this block height it can no longer land; null for durable-nonce transactions. */
-  lastValidBlockHeight: string | null;
-  /** A node accepted this wire transaction. */
-  accepted: boolean;
-  /** Which signing path made the current wire transaction (names its crash points). */
-  kind?: 'send' | 'resign';
-  /**
-   * Every signing ever made of this transaction, oldest first, each written before it was sent:
-   * any of them may be the one on chain, so all are looked up.
-   */
-  signings?: SolanaSigning[];
-  /** Published as the record's network fields (REST, webhooks, GraphQL networkData). */
-  public: Record<string, unknown>;
+  log: Runtime['log'];
 }
 
 const DEFAULT_SLOT_MS = 400;
@@ -68,56 +60,12 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
     policy: solanaPolicySchema.parse(relayer.policies ?? {}),
     rpc: rpcFor(rt, endpointsOf(relayer, network.rpcUrls)),
     pollMs: network.averageBlocktimeMs ?? DEFAULT_SLOT_MS,
+    log: rt.log.child({ relayerId: relayer.id }),
   };
 }
-
-const readRequest = (tx: Transaction) => tx.request as unknown as SolanaTransactionRequest;
-const asJson = (state: SolanaState) => state as unknown as TransactionPatch['chainState'];
 
 function prepare(c: Ctx, req: SolanaTransactionRequest, resubmit = false): Promise<PreparedSolanaTx> {
   return prepareSolanaTx(req, { signer: c.signer, rpc: c.rpc, policy: c.policy, resubmit });
-}
-
-const signingOf = (p: PreparedSolanaTx): SolanaSigning => ({
-  signature: p.signature,
-  blockhash: p.blockhash,
-  lastValidBlockHeight: p.lastValidBlockHeight?.toString() ?? null,
-});
-
-/**
- * Every signing of the transaction: those chain_state lists, plus any signature the record lists
- * (hashes) that chain_state does not (rows written before signings were kept).
- */
-function signingsOf(tx: Transaction, state: SolanaState): SolanaSigning[] {
-  const list = state.signings ? [...state.signings] : [];
-  const known = new Set(list.map((s) => s.signature));
-  const current: SolanaSigning = { signature: state.signature, blockhash: state.blockhash, lastValidBlockHeight: state.lastValidBlockHeight };
-  for (const sig of tx.hashes) {
-    if (known.has(sig)) continue;
-    known.add(sig);
-    // Its blockhash is unknown: it expired no later than the current one (it was replaced by it).
-    list.push(sig === current.signature ? current : { ...current, signature: sig });
-  }
-  if (!known.has(current.signature)) list.push(current);
-  return list;
-}
-
-function stateOf(prepared: PreparedSolanaTx, kind: 'send' | 'resign', earlier: SolanaSigning[]): SolanaState {
-  return {
-    wire: prepared.wireBase64,
-    signature: prepared.signature,
-    blockhash: prepared.blockhash,
-    lastValidBlockHeight: prepared.lastValidBlockHeight?.toString() ?? null,
-    accepted: false,
-    kind,
-    signings: [...earlier, signingOf(prepared)],
-    public: {
-      signature: prepared.signature,
-      recent_blockhash: prepared.blockhash,
-      fee: prepared.fee === undefined ? null : long(prepared.fee),
-      transaction: prepared.wireBase64,
-    },
-  };
 }
 
 /** What the chain says about every signing of the transaction (the height first, so "gone" holds on every fork). */
@@ -131,136 +79,54 @@ async function lookUp(c: Ctx, signings: SolanaSigning[]): Promise<SolanaVerdict>
   return solanaVerdict(signings, statuses, height);
 }
 
-/** Records the signing found on chain as the transaction's, with the status it has there. */
-async function recordLanded(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState, v: Extract<SolanaVerdict, { kind: 'landed' }>): Promise<void> {
-  const publicFields = { ...state.public, signature: v.signature, slot: v.slot };
-  const chainState = asJson({ ...state, accepted: true, public: publicFields });
-  const landed = { hash: v.signature, chainState };
-  switch (v.status) {
-    case 'mined':
-      await saveStep(rt, tx, { ...landed, status: 'mined', statusReason: null }, c.pollMs);
-      return;
-    case 'confirmed':
-      await saveStep(rt, tx, { ...landed, status: 'confirmed', statusReason: null, confirmedAt: new Date() }, null);
-      return;
-    case 'failed':
-      await saveStep(rt, tx, { ...landed, status: 'failed', statusReason: `included in slot ${v.slot} but failed: ${v.reason}` }, null);
-  }
-}
-
-/**
- * Signs it again with a fresh blockhash. Only called on a 'gone' verdict: no signing is on chain
- * and none can land any more. Ends expired past valid_until.
- */
-async function resign(rt: Runtime, c: Ctx, tx: Transaction, _state: SolanaState, signings: SolanaSigning[], why: string): Promise<void> {
-  if (Date.now() >= tx.validUntil!.getTime()) {
-    await saveStep(rt, tx, { status: 'expired', statusReason: `${why}, and valid_until has passed` }, null);
-    return;
-  }
-  let prepared: PreparedSolanaTx;
-  try {
-    prepared = await prepare(c, readRequest(tx), true);
-  } catch (e) {
-    if (e instanceof SolanaBlockhashExpiredError) {
-      await saveStep(rt, tx, { status: 'expired', statusReason: `${why}; other signers signed it, so it cannot be signed again with a fresh one` }, null);
-      return;
-    }
-    if (e instanceof SolanaRequestError) {
-      await saveStep(rt, tx, { status: 'failed', statusReason: `could not be signed again: ${e.message}` }, null);
-      return;
-    }
-    throw e;
-  }
-  rt.crash('solana.resign.signed');
-  rt.metrics.resubmissions.inc({ relayer_id: tx.relayerId });
-  const next = stateOf(prepared, 'resign', signings);
-  await saveStep(rt, tx, { hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(next) }, 0);
-}
-
-async function signStep(rt: Runtime, c: Ctx, tx: Transaction): Promise<void> {
-  if (Date.now() >= tx.validUntil!.getTime()) {
-    await saveStep(rt, tx, { status: 'expired', statusReason: 'valid_until passed before the transaction was sent' }, null);
-    return;
-  }
-  let prepared: PreparedSolanaTx;
-  try {
-    prepared = await prepare(c, readRequest(tx));
-  } catch (e) {
-    if (e instanceof SolanaBlockhashExpiredError) {
-      await saveStep(
-        rt,
-        tx,
-        { status: 'expired', statusReason: 'its blockhash expired before it was sent; other signers signed it, so it cannot be given a fresh one' },
-        null,
-      );
-      return;
-    }
-    if (e instanceof SolanaRequestError) {
-      await saveStep(rt, tx, { status: 'failed', statusReason: `could not be signed: ${e.message}` }, null);
-      return;
-    }
-    throw e;
-  }
-  rt.crash('solana.send.signed');
-  await saveStep(
-    rt,
-    tx,
-    { status: 'sent', hash: prepared.signature, hashes: [...tx.hashes, prepared.signature], chainState: asJson(stateOf(prepared, 'send', [])) },
-    0,
+/** Runs `fn` for each item at once; one that throws gives `{ error }` (logged), not the others' failure. */
+function each<T, R>(c: Ctx, items: T[], fn: (item: T) => Promise<R>): Promise<(R | { error: string })[]> {
+  return Promise.all(
+    items.map((item) =>
+      fn(item).catch((err: Error) => {
+        c.log.error({ err }, 'solana step effect failed; retrying later');
+        return { error: err.message };
+      }),
+    ),
   );
 }
 
-/**
- * Broadcasts the wire transaction written by the signing step. An answer that never comes (the
- * call throws: timeout, reset, 5xx) leaves it unaccepted, so it is sent again later: it may have
- * been sent, and the same bytes can land at most once.
- */
-async function sendStep(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState): Promise<void> {
-  const kind = state.kind ?? 'send';
-  rt.crash(`solana.${kind}.saved`);
-  const outcome = await submitSolanaTx(c.rpc, state.wire);
-  rt.crash(`solana.${kind}.broadcast`);
-  switch (outcome.outcome) {
-    case 'submitted':
-      await saveStep(rt, tx, { status: 'submitted', chainState: asJson({ ...state, accepted: true }) }, c.pollMs);
-      return;
-    case 'expired':
-    case 'rejected': {
-      // An earlier signing, or an earlier broadcast of this one whose answer was lost, may be on
-      // chain: look before deciding anything.
-      const signings = signingsOf(tx, state);
-      const v = await lookUp(c, signings);
-      if (v.kind === 'landed') return recordLanded(rt, c, tx, state, v);
-      if (outcome.outcome === 'rejected') {
-        await saveStep(rt, tx, { status: 'failed', statusReason: `rejected by the network: ${outcome.reason}` }, null);
-        return;
+async function perform(c: Ctx, e: SolanaEffect): Promise<SolanaOutcome> {
+  switch (e.stage) {
+    case 'sign':
+      try {
+        const p = await prepare(c, e.request as SolanaTransactionRequest, e.resubmit);
+        const signing = { signature: p.signature, blockhash: p.blockhash, lastValidBlockHeight: p.lastValidBlockHeight?.toString() ?? null };
+        return { signed: true, signing: { ...signing, wire: p.wireBase64, fee: p.fee } };
+      } catch (err) {
+        if (err instanceof SolanaRequestError) return { signed: false, refused: err.message, blockhashExpired: err instanceof SolanaBlockhashExpiredError };
+        throw err;
       }
-      if (v.kind === 'gone') return resign(rt, c, tx, state, signings, 'its blockhash expired before a node accepted it');
-      // The node does not know the blockhash, but it may still land elsewhere: wait and send again.
-      await saveStep(rt, tx, {}, c.pollMs);
-      return;
+    case 'send': {
+      // An answer that never comes (the call throws: timeout, reset, 5xx) leaves it unaccepted, so
+      // it is sent again later: it may have been sent, and the same bytes can land at most once.
+      const outcome = await submitSolanaTx(c.rpc, e.wire, e.again ? { skipPreflight: true } : {});
+      return outcome.outcome === 'submitted' ? { submitted: 'submitted' } : { submitted: outcome.outcome, reason: outcome.reason };
     }
+    case 'read':
+      return { verdict: await lookUp(c, e.signings) };
   }
 }
 
-async function checkStep(rt: Runtime, c: Ctx, tx: Transaction, state: SolanaState): Promise<void> {
-  const signings = signingsOf(tx, state);
-  const v = await lookUp(c, signings);
-  switch (v.kind) {
-    case 'landed':
-      if (v.status === 'mined' && tx.status === 'mined' && v.signature === tx.hash) {
-        await saveStep(rt, tx, {}, c.pollMs);
-        return;
-      }
-      return recordLanded(rt, c, tx, state, v);
-    case 'gone':
-      return resign(rt, c, tx, state, signings, `its blockhash expired before it was included (${v.reason})`);
-    case 'open':
-      // Nodes drop what they cannot forward in time: keep sending the same bytes while it can land.
-      await submitSolanaTx(c.rpc, state.wire, { skipPreflight: true });
-      await saveStep(rt, tx, {}, c.pollMs);
-  }
-}
+const steps: Steps<Ctx, { pace: SolanaPace; verdicts: Map<string, SolanaVerdict | { error: string }> }, SolanaEffect, SolanaOutcome, SolanaDecision> = {
+  context: contextOf,
+  async observe(c, rows) {
+    const open = rows.flatMap((tx) => {
+      const state = stateOf(tx);
+      return !FINAL.includes(tx.status) && state?.accepted ? [{ tx, state }] : [];
+    });
+    const verdicts = await each(c, open, ({ tx, state }) => lookUp(c, signingsOf(tx, state)));
+    return { pace: { pollMs: c.pollMs }, verdicts: new Map(open.map(({ tx }, i) => [tx.id, verdicts[i]])) };
+  },
+  decide: (rows, seen, now) => rows.map((tx) => decideSolana(tx, seen.verdicts.get(tx.id), seen.pace, now)),
+  perform: (c, todo) => each(c, todo, ({ effect }) => perform(c, effect)),
+  record: recordSolana,
+};
 
 export const solanaFamily: ChainFamily<'solana'> = {
   async accept(rt, relayer, req) {
@@ -289,15 +155,7 @@ export const solanaFamily: ChainFamily<'solana'> = {
     return { balance: await contextOf(rt, relayer).rpc.getBalance(relayer.address), unit: 'lamports' };
   },
 
-  async process(rt, tx) {
-    const relayer = await relayerOfStep(rt, tx);
-    if (!relayer) return;
-    const c = contextOf(rt, relayer);
-    const state = tx.chainState as unknown as SolanaState | null;
-    if (!state?.wire) return signStep(rt, c, tx);
-    if (!state.accepted) return sendStep(rt, c, tx, state);
-    return checkStep(rt, c, tx, state);
-  },
+  steps,
 
   async checkRelayer(rt, relayer) {
     const c = contextForCheck(() => contextOf(rt, relayer));

@@ -1,0 +1,470 @@
+// The EVM family's half of a step (core/step.ts runs it): reading the chain, signing and
+// broadcasting, for one relayer's leased transactions at a time; what each answer means is
+// decided in decide.ts, and the core writes every row.
+import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
+import type { Relayer } from '../../generated/prisma/client.js';
+import type { Decision, Steps } from '../../core/transactions/family.js';
+import { moveToNewNonce } from '../../core/transactions/store.js';
+import { slot } from '../../core/state.js';
+import type { Runtime } from '../../core/runtime.js';
+import { readPayload, TRANSFER_GAS } from './accept.js';
+import { evmContext, type EvmContext } from './context.js';
+import {
+  actionOf,
+  atNonce,
+  type Pace,
+  broadcastOf,
+  type ChainAnswer,
+  failBeforeSending,
+  movedTo,
+  newWork,
+  nonceOf,
+  onBroadcast,
+  patchOf,
+  plan,
+  planFees,
+  type Receipt,
+  recordSigning,
+  resolve,
+  resumeSigned,
+  signedHashes,
+  toResolve,
+  unreachable,
+  wait,
+  type Work,
+} from './decide.js';
+import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './errors.js';
+import { minedAt } from './evidence.js';
+import { estimateGasWithMargin } from './fees.js';
+import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
+import { capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
+import { RpcError, RpcUnavailableError } from './rpc.js';
+import { readState, type Broadcast } from './state.js';
+import { watchMined } from './watch.js';
+
+/** The step's context: the relayer's (null when it cannot be built: why). */
+interface Ctx {
+  rt: Runtime;
+  relayer: Relayer;
+  evm: EvmContext | null;
+  setupError?: string;
+  log: Runtime['log'];
+}
+
+type EvmEffect =
+  /** Sign at the row's nonce (a new signing, a higher bid, or the same bytes again when no bid helps). */
+  | { stage: 'sign'; point?: undefined }
+  /** Broadcast the row's latest signed bytes. */
+  | { stage: 'send'; point: string }
+  /** The chain took its nonce with another transaction of the account (`usedBy`): move it to a new nonce. */
+  | { stage: 'read'; renonce: Hex }
+  /** Read receipts again (after a broadcast: a fast chain may have mined it already). */
+  | { stage: 'read'; resolve: true }
+  /** Make sure every nonce below is held by a transaction (it is stuck behind a lower one). */
+  | { stage: 'read'; fillGaps: true };
+
+type EvmOutcome =
+  | { signed: true; point: string; signing: Parameters<typeof recordSigning>[1]; gasLimit: bigint }
+  /** No new signing: the same bytes go out again (planFees set that), or it waits, or its gas cannot be estimated. */
+  | { signed: false; resend?: true; wait?: string; gasFailed?: string }
+  | { verdict: BroadcastVerdict | 'ok'; error?: Error }
+  | { moved: bigint | null }
+  | { answer: ChainAnswer | null; head: bigint }
+  | { unreachable: Error }
+  | { done: true };
+
+interface EvmDecision extends Decision<EvmEffect> {
+  work: Work;
+  pace: Pace;
+  /** The account's mined nonce read at the start of the step, and since when it is there. */
+  latest?: bigint;
+  lineSince: number;
+  /** Something an operator should know, logged once the step is saved. */
+  note?: { msg: string; fields: Record<string, unknown> };
+}
+
+interface Seen {
+  pace: Pace;
+  setupError?: string;
+  latest?: bigint;
+  lineSince: number;
+  head: bigint;
+  answers: Map<string, ChainAnswer>;
+  unreachable?: Error;
+}
+
+// When each relayer's mined nonce last moved, as seen here: only a timing hint for resubmission
+// (a restart or another instance just starts a new clock), so it lives in memory.
+const LINES = slot('EVM mined-nonce lines', () => new Map<string, { nonce: bigint; since: number }>());
+
+function lineOf(rt: Runtime, relayerId: string, latest: bigint, now: number) {
+  const lines = rt.state(LINES);
+  const line = lines.get(relayerId);
+  if (line && line.nonce === latest) return line;
+  const fresh = { nonce: latest, since: now };
+  lines.set(relayerId, fresh);
+  return fresh;
+}
+
+/** A decision of the work as it stands, with `effects` next. */
+const decisionOf = (w: Work, effects: EvmEffect[], base: Omit<EvmDecision, keyof Decision | 'work'>): EvmDecision => ({
+  ...base,
+  tx: w.tx,
+  patch: patchOf(w),
+  via: [...w.via],
+  effects,
+  nextInMs: w.st.phase === 'done' ? null : w.dueInMs,
+  work: w,
+});
+
+/** The work of a decision, after the core wrote it (or did not). */
+function workOf(d: EvmDecision): Work {
+  const w = d.work;
+  if (d.tx !== w.tx) {
+    w.tx = d.tx;
+    w.via = [];
+    w.patch = {};
+    w.reason = undefined;
+  }
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the chain
+
+/** Receipts of every signing of each work (at any nonce it ever had), and for those without one, whose transaction took the nonce. */
+async function readChain(ctx: EvmContext, works: Work[], latest: bigint): Promise<{ head: bigint; answers: Map<string, ChainAnswer> }> {
+  const look = works.filter((w) => toResolve(w, latest));
+  if (look.length === 0) return { head: 0n, answers: new Map() };
+  const calls = look.flatMap((w) => signedHashes(w).map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })));
+  const [head, ...replies] = await ctx.rpc.batch<Receipt | null>([{ method: 'eth_blockNumber' }, ...calls]);
+  if (!head.ok) throw head.error;
+  const headBlock = BigInt(head.result as unknown as Hex);
+  const answers = new Map<string, ChainAnswer>();
+  let i = 0;
+  const reverted: { w: Work; r: Receipt }[] = [];
+  for (const w of look) {
+    let receipt: Receipt | null = null;
+    let unanswered = false;
+    for (const _ of signedHashes(w)) {
+      const a = replies[i++];
+      if (!a.ok) unanswered = true;
+      else if (!receipt && a.result) receipt = a.result;
+    }
+    if (receipt) {
+      answers.set(w.tx.id, { kind: 'receipt', receipt });
+      if (BigInt(receipt.status) !== 1n && broadcastOf(w, receipt.transactionHash).kind === 'payload') reverted.push({ w, r: receipt });
+    } else if (unanswered) answers.set(w.tx.id, { kind: 'unanswered' });
+    else if (w.st.phase === 'mined') answers.set(w.tx.id, { kind: 'none', minedAt: null });
+    else answers.set(w.tx.id, { kind: 'none', minedAt: await minedAt(ctx.rpc, ctx.relayer.address as Address, nonceOf(w), headBlock) });
+  }
+  if (reverted.length) await explainReverts(ctx, reverted, answers);
+  return { head: headBlock, answers };
+}
+
+/** The revert reason of mined failures, by replaying each call on the state before its block. */
+async function explainReverts(ctx: EvmContext, reverted: { w: Work; r: Receipt }[], answers: Map<string, ChainAnswer>) {
+  const calls = reverted.map(({ w, r }) => ({
+    method: 'eth_call',
+    params: [
+      {
+        from: w.tx.from,
+        ...(w.tx.to ? { to: w.tx.to } : {}),
+        ...(w.tx.data ? { data: w.tx.data } : {}),
+        value: `0x${BigInt(w.tx.value).toString(16)}`,
+        gas: `0x${BigInt(broadcastOf(w, r.transactionHash).gasLimit).toString(16)}`,
+      },
+      `0x${(BigInt(r.blockNumber) - 1n).toString(16)}`,
+    ],
+  }));
+  const replies = await ctx.rpc.batch(calls).catch(() => null);
+  reverted.forEach(({ w, r }, i) => {
+    const gasLimit = broadcastOf(w, r.transactionHash).gasLimit;
+    let why: string;
+    if (BigInt(r.gasUsed) >= BigInt(gasLimit)) why = `ran out of gas (gas limit ${gasLimit})`;
+    else {
+      const a = replies?.[i];
+      why = a && !a.ok ? revertReason(a.error as RpcError) : 'execution reverted (no reason given)';
+    }
+    answers.set(w.tx.id, { kind: 'receipt', receipt: r, revert: `${why}; mined in block ${BigInt(r.blockNumber)}` });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signing
+
+/**
+ * Signs the next transaction at the row's nonce. No new signing when no better bid is possible
+ * (planFees marks the same bytes to go out again), when the signer is missing, or when the
+ * payload's gas cannot be estimated (it then fails, and a NOOP takes its nonce).
+ */
+async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
+  if (!ctx.signer) return { signed: false, wait: `the relayer's signer "${ctx.relayer.signerId}" is not available` };
+  const noop = w.st.goal === 'noop';
+  let gasLimit = noop ? TRANSFER_GAS : w.tx.gasLimit;
+  if (gasLimit === null) {
+    try {
+      gasLimit = await estimateGasWithMargin(ctx.rpc, {
+        from: w.tx.from as Address,
+        to: (w.tx.to ?? undefined) as Address | undefined,
+        data: (w.tx.data ?? undefined) as Hex | undefined,
+        value: BigInt(w.tx.value),
+      });
+    } catch (e) {
+      if (!(e instanceof RpcError)) throw e;
+      return { signed: false, gasFailed: `gas estimation failed: ${revertReason(e)}` };
+    }
+  }
+  const fresh = noop ? capFees(await marketFees(ctx.rpc, ctx.eip1559, 'fast'), ctx.policy.gas_price_cap) : await requestFees(ctx, readPayload(w.tx.request));
+  const prev = atNonce(w)[0];
+  const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, fresh, (p, f) => replacementFees(ctx, p, f));
+  if (fees === 'resend') return { signed: false, resend: true };
+  const base = { chainId: ctx.chainId, nonce: Number(nonceOf(w)), gas: gasLimit };
+  const body = noop
+    ? { ...base, to: ctx.relayer.address as Address, value: 0n }
+    : { ...base, to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined };
+  const unsigned = (
+    'gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }
+  ) as TransactionSerializable;
+  const raw = await ctx.signer.account.signTransaction(unsigned);
+  const sig = noop ? undefined : parseTransaction(raw);
+  // The signing path it is on (its crash points), as recordSigning will file it.
+  const filed = { kind: noop ? 'noop' : 'payload', version: noop ? undefined : w.st.version, nonce: nonceOf(w).toString() } as Broadcast;
+  return {
+    signed: true,
+    point: actionOf({ ...w, st: { ...w.st, broadcasts: [...w.st.broadcasts, filed] } }, filed),
+    gasLimit,
+    signing: {
+      raw,
+      hash: keccak256(raw),
+      gasLimit,
+      fees,
+      feesJson: feesToJson(fees),
+      signature: sig && { r: sig.r!, s: sig.s!, v: Number(sig.yParity ?? sig.v) },
+      now: new Date(),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broadcasting, in nonce order, in one batch
+
+async function broadcast(c: Ctx, ctx: EvmContext, works: Work[]): Promise<EvmOutcome[]> {
+  const order = works.map((w, i) => ({ w, i })).sort((a, b) => (nonceOf(a.w) < nonceOf(b.w) ? -1 : 1));
+  const outcomes: EvmOutcome[] = new Array(works.length);
+  let replies: { ok: boolean; error?: unknown }[];
+  try {
+    replies = await ctx.rpc.batch(order.map(({ w }) => ({ method: 'eth_sendRawTransaction', params: [w.st.raw] })));
+  } catch (e) {
+    for (const { i } of order) outcomes[i] = { verdict: 'unreachable', error: e as Error };
+    return outcomes;
+  }
+  let gap = false;
+  order.forEach(({ w, i }, k) => {
+    const a = replies[k];
+    const verdict = a.ok ? 'ok' : classifyBroadcastError(a.error);
+    outcomes[i] = { verdict, error: a.error as Error | undefined };
+    if (verdict === 'nonce-gap') gap = true;
+    if (verdict === 'invalid') c.log.warn({ transactionId: w.tx.id, error: (a.error as Error).message }, 'broadcast refused');
+  });
+  if (gap) await fillGapsNow(c, ctx);
+  return outcomes;
+}
+
+// When each relayer's nonces were last reconciled here, so a stuck relayer is not reconciled on
+// every step; any instance may do it, at most this often each.
+const RECONCILED = slot('EVM nonce reconciliations', () => new Map<string, number>());
+
+async function fillGapsNow(c: Ctx, ctx: EvmContext) {
+  const reconciled = c.rt.state(RECONCILED);
+  if (Date.now() - (reconciled.get(ctx.relayer.id) ?? 0) < 10_000) return;
+  reconciled.set(ctx.relayer.id, Date.now());
+  await reconcileNonces(c.rt, ctx).catch((err) => c.log.warn({ err }, 'nonce reconciliation failed'));
+}
+
+async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDecision): Promise<EvmOutcome> {
+  const w = d.work;
+  try {
+    if ('renonce' in effect) {
+      const { pending } = await chainNonces(ctx);
+      return { moved: await moveToNewNonce(c.rt, w.tx, pending) };
+    }
+    if ('fillGaps' in effect) {
+      await fillGapsNow(c, ctx);
+      return { done: true };
+    }
+    return await sign(ctx, w);
+  } catch (e) {
+    if (e instanceof RpcUnavailableError) return { unreachable: e };
+    if (effect.stage !== 'sign') throw e;
+    c.log.error({ err: e, transactionId: w.tx.id }, 'could not sign');
+    return { signed: false, wait: `could not be signed: ${(e as Error).message}` };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decisions of a step
+
+/** What a work does next in this step (sign or send), from where it stands. */
+function next(d: EvmDecision, w: Work, effects: EvmEffect[]): EvmDecision {
+  const todo = effects.length === 0 && d.latest !== undefined ? plan(d.pace, w, Date.now(), d.lineSince, d.latest) : undefined;
+  return decisionOf(w, todo === 'sign' ? [{ stage: 'sign' }] : todo === 'send' ? [sendOf(w)] : effects, d);
+}
+
+const sendOf = (w: Work): EvmEffect => ({ stage: 'send', point: actionOf(w, w.st.broadcasts[w.st.broadcasts.length - 1]) });
+
+export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
+  context(rt, relayer) {
+    const log = rt.log.child({ relayerId: relayer.id });
+    try {
+      return { rt, relayer, evm: evmContext(rt, relayer), log };
+    } catch (e) {
+      return { rt, relayer, evm: null, setupError: (e as Error).message, log };
+    }
+  },
+
+  async observe(c, rows) {
+    const seen: Seen = {
+      pace: c.evm ?? { blocktimeMs: 1_000, requiredConfirmations: 1 },
+      setupError: c.setupError,
+      lineSince: Date.now(),
+      head: 0n,
+      answers: new Map(),
+    };
+    if (!c.evm) return seen;
+    try {
+      seen.latest = await latestNonce(c.evm);
+      seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
+      const { head, answers } = await readChain(
+        c.evm,
+        rows.map((tx) => newWork(tx, readState(tx))),
+        seen.latest,
+      );
+      Object.assign(seen, { head, answers });
+    } catch (e) {
+      if (!(e instanceof RpcUnavailableError)) throw e;
+      seen.latest = undefined;
+      seen.unreachable = e;
+    }
+    return seen;
+  },
+
+  decide(rows, seen, now) {
+    const base = { pace: seen.pace, latest: seen.latest, lineSince: seen.lineSince };
+    const ds = rows.map((tx) => {
+      const w = newWork(tx, readState(tx));
+      resumeSigned(w);
+      if (seen.latest === undefined) {
+        // Nothing could be read: the step is a wait.
+        if (w.st.phase !== 'done') {
+          if (seen.unreachable) unreachable(w, seen.unreachable);
+          else wait(w, `cannot work on this transaction: ${seen.setupError}`, 30_000);
+        }
+        return decisionOf(w, [], base);
+      }
+      if (tx.nonce === null) wait(w, 'waiting for a nonce', 1_000);
+      const answer = seen.answers.get(tx.id);
+      const moved = answer && resolve(seen.pace, w, answer, seen.head, now);
+      if (moved) return decisionOf(w, [{ stage: 'read', renonce: moved.move }], base);
+      const d = next(decisionOf(w, [], base), w, []);
+      if (answer?.kind === 'none' && w.st.unattributed)
+        d.note = {
+          msg: 'nonce used on chain by a transaction that could not be found: not sending again until it is',
+          fields: { nonce: nonceOf(w).toString() },
+        };
+      return d;
+    });
+    // Stuck behind a lower nonce: make sure every nonce below is held by a transaction, before signing.
+    const first = ds.find((d) => d.effects[0]?.stage === 'sign' && d.work.behind);
+    if (first) first.effects = [{ stage: 'read', fillGaps: true }, ...first.effects];
+    return ds;
+  },
+
+  async perform(c, todo) {
+    const ctx = c.evm!;
+    const outcomes: EvmOutcome[] = new Array(todo.length);
+    const at = (pick: (e: EvmEffect) => boolean) => todo.map((t, i) => ({ ...t, i })).filter((t) => pick(t.effect));
+    // Gaps first, then moves and signings, each work in turn; receipts and broadcasts in one batch each.
+    for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e || e.stage === 'sign')]) {
+      outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
+    }
+    const looks = at((e) => 'resolve' in e);
+    if (looks.length > 0) {
+      const latest = await latestNonce(ctx).catch(() => null);
+      const read =
+        latest === null
+          ? null
+          : await readChain(
+              ctx,
+              looks.map((t) => t.d.work),
+              latest,
+            ).catch(() => null);
+      for (const t of looks) outcomes[t.i] = { answer: read?.answers.get(t.d.work.tx.id) ?? null, head: read?.head ?? 0n };
+    }
+    const sends = at((e) => e.stage === 'send');
+    if (sends.length > 0) {
+      const answers = await broadcast(
+        c,
+        ctx,
+        sends.map((t) => t.d.work),
+      );
+      sends.forEach((t, k) => {
+        outcomes[t.i] = answers[k];
+      });
+    }
+    return outcomes;
+  },
+
+  record(d, outcomes, now) {
+    const w = workOf(d);
+    const { pace } = d;
+    const effects: EvmEffect[] = [];
+    let replan = false;
+    d.effects.forEach((effect, i) => {
+      const o = outcomes[i];
+      if ('unreachable' in o) unreachable(w, o.unreachable);
+      else if ('moved' in o) {
+        if (o.moved === null) return;
+        const from = nonceOf(w);
+        movedTo(w, from, o.moved, (effect as { renonce: Hex }).renonce);
+        d = {
+          ...d,
+          note: {
+            msg: 'nonce used by another transaction of this account: transaction moved to a new nonce',
+            fields: { from: from.toString(), to: o.moved.toString() },
+          },
+        };
+        replan = true;
+      } else if ('signed' in o) {
+        if (o.signed) {
+          recordSigning(w, o.signing);
+          effects.push(sendOf(w));
+        } else if (o.resend) effects.push(sendOf(w));
+        else if (o.gasFailed) {
+          failBeforeSending(w, o.gasFailed);
+          effects.push({ stage: 'sign' }); // its NOOP
+        } else if (o.wait) wait(w, o.wait, 30_000);
+      } else if ('verdict' in o) {
+        if (onBroadcast(pace, w, o.verdict, o.error, now)) effects.push({ stage: 'read', resolve: true });
+      } else if ('answer' in o) {
+        const moved = o.answer && resolve(pace, w, o.answer, o.head, now);
+        if (moved) effects.push({ stage: 'read', renonce: moved.move });
+      }
+    });
+    // Moved to a new nonce: it is signed there in this step.
+    return replan ? next(d, w, []) : decisionOf(w, effects, d);
+  },
+
+  settled(c, ds) {
+    for (const d of ds) if (d.note) c.log.warn({ ...d.note.fields, transactionId: d.tx.id }, d.note.msg);
+    const out = ds.filter((d) => d.work.st.phase === 'broadcast').map((d) => nonceOf(d.work));
+    const latest = ds.find((d) => d.latest !== undefined)?.latest;
+    if (c.evm && out.length > 0 && latest !== undefined)
+      watchMined(
+        c.rt,
+        c.evm,
+        out.reduce((a, b) => (a > b ? a : b)),
+        latest,
+      );
+  },
+};

@@ -1,0 +1,139 @@
+// The one sequencing of a transaction step, the same for every chain family:
+//   observe (the family reads the chain) -> decide (pure) -> write what will be sent (under the
+//   lease the rows were claimed with) -> perform the effects -> record their outcomes (pure,
+//   decided again) -> ... -> save with the next due time, giving the leases back.
+// Families decide and perform; only this file writes their rows (transactions/store.ts).
+import type { Relayer, Transaction } from '../generated/prisma/client.js';
+import type { Decision, Effect, Steps } from './transactions/family.js';
+import { familyOf } from './transactions/family.js';
+import { releaseTransactions, saveTransactions } from './transactions/store.js';
+import type { Runtime } from './runtime.js';
+
+/** A step that keeps asking for effects is cut off after this many rounds (each row is looked at again later). */
+const MAX_ROUNDS = 8;
+/** Rows whose step failed, or whose family or relayer is missing, are due again after this. */
+const RETRY_MS = 5_000;
+/** Work due sooner than this is not left to the worker's next poll. */
+const SOON_MS = 250;
+
+type AnySteps = Steps<unknown, unknown, Effect, unknown, Decision>;
+
+/** Advances leased rows by one step: grouped by relayer, each group through its family's steps. */
+export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promise<void> {
+  const groups = new Map<string, Transaction[]>();
+  for (const tx of rows) groups.set(tx.relayerId, [...(groups.get(tx.relayerId) ?? []), tx]);
+  const relayers = new Map((await rt.prisma.relayer.findMany({ where: { id: { in: [...groups.keys()] } } })).map((r) => [r.id, r]));
+  await Promise.all(
+    [...groups].map(async ([relayerId, group]) => {
+      const relayer = relayers.get(relayerId);
+      const family = familyOf(group[0].networkType);
+      try {
+        if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);
+        await runStep(rt, group[0].networkType, family.steps, relayer, group);
+      } catch (err) {
+        rt.log.error({ err, relayerId, transactions: group.length }, 'transaction step failed; retrying later');
+        await releaseTransactions(
+          rt,
+          group.map((tx) => ({ tx, dueAt: new Date(Date.now() + RETRY_MS) })),
+        );
+      }
+    }),
+  );
+}
+
+/** One step of one relayer's rows through `steps` (exported for tests with a family of their own). */
+export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
+  rt: Runtime,
+  family: string,
+  steps: Steps<C, S, E, R, D>,
+  relayer: Relayer,
+  rows: Transaction[],
+): Promise<void> {
+  const c = steps.context(rt, relayer);
+  let ds = steps.decide(rows, await steps.observe(c, rows), new Date());
+  for (let round = 0; ds.some((d) => d.effects.length > 0); round++) {
+    if (round === MAX_ROUNDS) {
+      rt.log.warn({ relayerId: relayer.id }, 'transaction step cut off: too many rounds of effects');
+      ds = ds.map((d) => ({ ...d, effects: [], nextInMs: d.nextInMs ?? 0 }));
+      break;
+    }
+    // Reads and signings first: nothing has left the process yet.
+    ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage !== 'send');
+    // Then what will be sent is written, and sent.
+    const sending = (d: D) => d.effects.some((e) => e.stage === 'send');
+    if (!ds.some(sending)) continue;
+    const points = (d: D) => d.effects.filter((e) => e.stage === 'send' && e.point).map((e) => `${family}.${e.point}`);
+    ds = await write(rt, ds, (d) => sending(d) && Object.keys(d.patch).length > 0, false);
+    for (const p of ds.filter(sending).flatMap(points)) rt.crash(`${p}.saved`);
+    ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage === 'send');
+  }
+  ds = await write(rt, ds, () => true, true);
+  steps.settled?.(c, ds);
+  const soonest = Math.min(...ds.filter((d) => d.nextInMs !== null).map((d) => d.nextInMs!));
+  if (soonest === 0) rt.wake();
+  else if (soonest < SOON_MS) setTimeout(() => rt.wake(), soonest).unref();
+}
+
+/** The signing points that sign an already-sent transaction again (counted as resubmissions). */
+const RESIGNINGS = new Set(['resubmit', 'resign']);
+
+/**
+ * Performs the effects of every decision whose effects pass `which` (one call to the family, so
+ * it can batch them) and records their outcomes. Crash points: a new signing fires `signed` as
+ * soon as it is made; a send fires `broadcast` once performed, before its answer is recorded.
+ */
+async function perform<D extends Decision>(rt: Runtime, family: string, steps: AnySteps, c: unknown, ds: D[], which: (e: Effect) => boolean): Promise<D[]> {
+  const due = ds.filter((d) => d.effects.length > 0 && d.effects.every(which));
+  if (due.length === 0) return ds;
+  const todo = due.flatMap((d) => d.effects.map((effect) => ({ effect, d })));
+  const effects = todo.map((t) => t.effect);
+  const outcomes = await steps.perform(c, todo);
+  effects.forEach((e, i) => {
+    const o = outcomes[i] as { signed?: unknown; point?: unknown } | undefined;
+    const point = typeof o?.point === 'string' ? o.point : e.point;
+    if (point && ((e.stage === 'sign' && o?.signed === true) || e.stage === 'send'))
+      rt.crash(`${family}.${point}.${e.stage === 'sign' ? 'signed' : 'broadcast'}`);
+    if (e.stage === 'sign' && o?.signed === true && RESIGNINGS.has(point as string)) rt.metrics.resubmissions.inc({ relayer_id: todo[i].d.tx.relayerId });
+  });
+  let i = 0;
+  const now = new Date();
+  const recorded = new Map(due.map((d) => [d, steps.record(d, outcomes.slice(i, (i += d.effects.length)), now) as D]));
+  return ds.map((d) => recorded.get(d) ?? d);
+}
+
+/**
+ * Writes the patch of each decision `which` picks, under the lease its row was read with; with
+ * `end`, every decision, with its next due time, giving the lease back (a row with no change is
+ * only given back). A row whose lease was lost is dropped: another instance works on it now.
+ */
+async function write<D extends Decision>(rt: Runtime, ds: D[], which: (d: D) => boolean, end: boolean): Promise<D[]> {
+  const picked = ds.filter(which);
+  if (picked.length === 0) return ds;
+  const dueAt = (d: D) => (d.nextInMs === null ? null : new Date(Date.now() + d.nextInMs));
+  const same = end ? picked.filter((d) => Object.keys(d.patch).length === 0 && !d.via?.length) : [];
+  const changed = picked.filter((d) => !same.includes(d));
+  await releaseTransactions(
+    rt,
+    same.map((d) => ({ tx: d.tx, dueAt: dueAt(d) })),
+  );
+  const saved = await saveTransactions(
+    rt,
+    rt.instanceId,
+    changed.map((d) => {
+      const patch = { ...d.patch, ...(end ? { dueAt: dueAt(d) } : {}) };
+      // A status that becomes sent or submitted carries sent_at in the same write.
+      if ((patch.status === 'sent' || patch.status === 'submitted') && !d.tx.sentAt && !patch.sentAt) patch.sentAt = new Date();
+      return { before: d.tx, patch, via: d.via, release: end };
+    }),
+  );
+  const lost = new Set<D>();
+  const next = ds.map((d) => {
+    if (!changed.includes(d)) return d;
+    const row = saved.get(d.tx.id);
+    if (row) return { ...d, tx: row, patch: {}, via: [] };
+    rt.log.warn({ transactionId: d.tx.id }, 'step result not written: the lease of the transaction was lost');
+    lost.add(d);
+    return d;
+  });
+  return next.filter((d) => !lost.has(d));
+}

@@ -1,0 +1,119 @@
+// The core step's sequencing, with a family of the test's own over a real (PGlite) database:
+// decide -> write what will be sent -> send -> record -> save, with the crash points in between.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runStep } from '../../src/core/step.js';
+import type { Decision, Steps } from '../../src/core/transactions/family.js';
+import { insertTransactions } from '../../src/core/transactions/store.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+type E = { stage: 'read' | 'sign' | 'send'; point?: string; name: string };
+type R = { signed?: boolean; name: string; status: string };
+
+describe('the core step', () => {
+  let svc: TestService;
+  const log: string[] = [];
+  beforeAll(async () => {
+    svc = await startTestService({ workers: false });
+    svc.rt.crash = (point) => log.push(`crash ${point}`);
+  });
+  afterAll(() => svc?.stop());
+
+  const relayerOf = () => svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+  const row = (id: string) => svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  async function leasedRow() {
+    const [tx] = await insertTransactions(
+      svc.rt.prisma,
+      [
+        {
+          id: randomUUID(),
+          relayerId: 'evm-relayer',
+          networkType: 'evm',
+          from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+          to: null,
+          data: null,
+          nonce: null,
+          gasLimit: null,
+          gasPrice: null,
+          maxFeePerGas: null,
+          maxPriorityFeePerGas: null,
+          speed: null,
+          validUntil: new Date(Date.now() + 60_000),
+          idempotencyKey: null,
+          requestDigest: null,
+          request: {},
+        },
+      ],
+      { relayers: [{ id: 'evm-relayer', notificationId: null }], leaseOwner: svc.rt.instanceId },
+    );
+    return tx;
+  }
+
+  /** Signs, then sends; each effect notes the row's status in the database when it is performed. */
+  const family: Steps<null, string, E, R, Decision<E>> = {
+    context: () => null,
+    async observe(_c, rows) {
+      log.push(`observe ${rows.length}`);
+      return 'seen';
+    },
+    decide: (rows, seen) => {
+      log.push(`decide ${seen}`);
+      return rows.map((tx) => ({ tx, patch: {}, effects: [{ stage: 'sign', point: 'send', name: 'sign' }], nextInMs: null }));
+    },
+    async perform(_c, todo) {
+      const out: R[] = [];
+      for (const { effect, d } of todo) {
+        const { status } = await row(d.tx.id);
+        log.push(`${effect.name} (row ${status})`);
+        out.push({ signed: effect.stage === 'sign', name: effect.name, status });
+      }
+      return out;
+    },
+    record(d, [o]) {
+      log.push(`record ${o.name}`);
+      if (o.name === 'sign') return { ...d, patch: { status: 'sent', hash: '0xsigned' }, effects: [{ stage: 'send', point: 'send', name: 'send' }] };
+      return { ...d, patch: { status: 'submitted' }, effects: [], nextInMs: 60_000 };
+    },
+  };
+
+  it('writes what will be sent before sending it, records the answer and saves with the next due time, giving the lease back', async () => {
+    log.length = 0;
+    const tx = await leasedRow();
+    await runStep(svc.rt, 'fake', family, await relayerOf(), [tx]);
+    expect(log).toEqual([
+      'observe 1',
+      'decide seen',
+      'sign (row pending)',
+      'crash fake.send.signed',
+      'record sign',
+      'crash fake.send.saved',
+      'send (row sent)',
+      'crash fake.send.broadcast',
+      'record send',
+    ]);
+    const after = await row(tx.id);
+    expect(after).toMatchObject({ status: 'submitted', hash: '0xsigned', leaseOwner: null, leaseUntil: null });
+    expect(after.sentAt).toBeInstanceOf(Date);
+    expect(after.dueAt!.getTime()).toBeGreaterThan(Date.now() + 50_000);
+  });
+
+  it('sends nothing once the lease was lost: what would be sent could not be written', async () => {
+    log.length = 0;
+    const tx = await leasedRow();
+    await svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${tx.id}`;
+    await runStep(svc.rt, 'fake', family, await relayerOf(), [tx]);
+    expect(log).toEqual(['observe 1', 'decide seen', 'sign (row pending)', 'crash fake.send.signed', 'record sign']);
+    expect(await row(tx.id)).toMatchObject({ status: 'pending', hash: null, leaseOwner: 'other-instance' });
+  });
+
+  it('only gives back a row nothing changed, due again at its time', async () => {
+    log.length = 0;
+    const tx = await leasedRow();
+    const idle: Steps<null, string, E, R, Decision<E>> = { ...family, decide: (rows) => rows.map((t) => ({ tx: t, patch: {}, effects: [], nextInMs: 5_000 })) };
+    await runStep(svc.rt, 'fake', idle, await relayerOf(), [tx]);
+    const after = await row(tx.id);
+    expect(after).toMatchObject({ status: 'pending', leaseOwner: null, updatedAt: tx.updatedAt });
+    expect(after.dueAt!.getTime()).toBeGreaterThan(Date.now());
+    expect(log).toEqual(['observe 1']);
+  });
+});
