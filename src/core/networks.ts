@@ -49,14 +49,15 @@ const updateInput = z.object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at lea
 export type UpdateNetworkInput = { rpcUrls?: unknown[] | null };
 
 export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetworkInput): Promise<NetworkView> {
-  const network = getNetwork(rt, id);
+  // Bad input is refused as such (400) whether or not the network exists.
   const parsed = updateInput.safeParse(input);
   if (!parsed.success) throw invalid(describeIssues(parsed.error).replace(/^rpcUrls/, 'rpc_urls'));
-  if (!parsed.data.rpcUrls) return network;
-  for (const [i, u] of parsed.data.rpcUrls.entries()) {
+  for (const [i, u] of (parsed.data.rpcUrls ?? []).entries()) {
     const url = typeof u === 'string' ? u : u.url;
     if (!/^https?:\/\//i.test(url)) throw invalid(`rpc_urls[${i}]: must be an http(s) URL`);
   }
+  const network = getNetwork(rt, id);
+  if (!parsed.data.rpcUrls) return network;
   const rpcUrls: RpcEndpoint[] = parsed.data.rpcUrls.map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
   await rt.prisma.networkOverride.upsert({
     where: { id },

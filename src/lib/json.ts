@@ -29,8 +29,32 @@ export function readNumber(text: string): number | bigint {
   return Number.isInteger(d) ? Number.NaN : d;
 }
 
-/** JSON.parse that keeps every digit of an integer and never passes off a non-integer as one (readNumber). */
+/** Deepest nesting of arrays and objects a body may have; no request of ours needs a tenth of it. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Throws a RangeError when the text nests arrays or objects deeper than `max` (strings skipped). */
+function checkDepth(text: string, max: number): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) throw new RangeError(`nested deeper than ${max} levels`);
+    } else if (c === 93 || c === 125) depth--;
+  }
+}
+
+/**
+ * JSON.parse that keeps every digit of an integer and never passes off a non-integer as one
+ * (readNumber), and refuses nesting deeper than MAX_JSON_DEPTH (a RangeError).
+ */
 export function parseJson(text: string): unknown {
+  checkDepth(text, MAX_JSON_DEPTH);
   return losslessParse(text, null, readNumber);
 }
 

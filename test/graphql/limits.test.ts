@@ -129,7 +129,7 @@ describe('GraphQL cost limits over HTTP', () => {
     await refused(svc, padded, new RegExp(`^Syntax Error: Document size limit of 65536 bytes exceeded, found ${Buffer.byteLength(padded)}\\.$`, 'm'));
     const big = await svc.request('POST', '/graphql', { query: '{ relayers { items { id } } }', variables: { pad: 'x'.repeat(1 << 20) } });
     expect(big.status).toBe(413);
-    expect((await big.json()).errors[0].message).toBe('Request body larger than 1048576 bytes');
+    expect((await big.json()).errors[0].message).toBe('Payload Too Large: the body is larger than 1048576 bytes');
     // Chunked, without a Content-Length.
     const chunks = new ReadableStream({
       start(c) {

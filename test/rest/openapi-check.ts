@@ -32,7 +32,10 @@ export function responseChecker(doc: Doc) {
 
   return function check(method: string, url: string, status: number, contentType: string | null, text: string): string | null {
     const path = new URL(url).pathname;
-    const op = templates.find((t) => t.re.test(path));
+    // As the router: a literal segment beats a parameter (…/transactions/pending before …/{transaction_id}).
+    const op = templates
+      .filter((t) => t.re.test(path) && doc.paths[t.p][method.toLowerCase()])
+      .sort((a, b) => (a.p.match(/\{/g)?.length ?? 0) - (b.p.match(/\{/g)?.length ?? 0))[0];
     const operation = op && doc.paths[op.p][method.toLowerCase()];
     if (!operation) return null; // not an operation of the document (404/405 of the router)
     const response = operation.responses[String(status)];

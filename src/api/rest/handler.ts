@@ -162,9 +162,8 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     })) as ExecutionResult;
   }
 
-  /** The JSON body (an object, or an array where the route takes one), or why there is none (a 400 issue); 413 and 415 are thrown as responses. */
-  async function readBody(request: Request, issues: string[], arrays = false): Promise<Record<string, unknown> | undefined> {
-    const text = await readBodyText(request, rt.env.maxBodyBytes);
+  /** The JSON body (an object, or an array where the route takes one), or why there is none (a 400 issue). */
+  function readBody(text: string, issues: string[], arrays = false): Record<string, unknown> | undefined {
     if (!text.trim()) return void issues.push('body: required (a JSON object)');
     let value: unknown;
     try {
@@ -178,7 +177,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
     return issues.length ? undefined : (value as Record<string, unknown>);
   }
 
-  async function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, issues: string[]) {
+  function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, text: string, issues: string[]) {
     const { route } = c;
     const variables: Record<string, unknown> = {};
     for (const [name, p] of Object.entries(route.pathParams)) {
@@ -203,7 +202,7 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       if (given !== null) variables[gqlName(name, f)] = given;
     }
     if (route.body) {
-      const body = await readBody(request, issues, !!route.body.json);
+      const body = readBody(text, issues, !!route.body.json);
       if (body) variables[route.body.variable] = route.body.json ? body : convertFields(body, route.body.fields, '', issues, enums);
     }
     return variables;
@@ -242,17 +241,22 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
         const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
         return fail(405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { Allow: allow });
       }
-      if (hit.c.route.body && !isJsonContentType(request.headers.get('content-type'))) {
-        return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${request.headers.get('content-type') ?? 'no Content-Type'})`);
+      let body = '';
+      if (hit.c.route.body) {
+        try {
+          body = await readBodyText(request, rt.env.maxBodyBytes);
+        } catch (e) {
+          if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
+          throw e;
+        }
+        // An empty body is "body: required" (400) whatever its type; any other must be JSON.
+        const type = request.headers.get('content-type');
+        if (body.length > 0 && !isJsonContentType(type)) {
+          return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${type ?? 'no Content-Type'})`);
+        }
       }
       const issues: string[] = [];
-      let variables: Record<string, unknown>;
-      try {
-        variables = await variablesFor(hit.c, hit.params, url, request, issues);
-      } catch (e) {
-        if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
-        throw e;
-      }
+      const variables = variablesFor(hit.c, hit.params, url, request, body, issues);
       if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
       const result = await execute(hit.c, variables, request, ctx);

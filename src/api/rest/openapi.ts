@@ -139,7 +139,15 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): J
           description: r.status === 201 ? 'Created' : 'OK',
           content: { 'application/json': { schema: r.raw || r.respond ? data : envelope(data, r.response.list) } },
         },
-        ...Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/${ERRORS[s].name}` }])),
+        ...Object.fromEntries(
+          statuses.map((s) => [
+            String(s),
+            // A route answering its own document (readiness) answers it for its error status too.
+            r.respond && r.errors.includes(s)
+              ? { description: ERRORS[s].description, content: { 'application/json': { schema: data } } }
+              : { $ref: `#/components/responses/${ERRORS[s].name}` },
+          ]),
+        ),
       },
     };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation;
