@@ -5,7 +5,7 @@
 // filtered by status, and one transaction by id, through REST and GraphQL (same fields as REST,
 // totalItems included). Rounds interleave the targets so load from outside hits them alike.
 //
-//   npx tsx bench/reads.ts [--db pglite,postgres] [--sizes 1000,100000] [--iterations 300]
+//   npx tsx bench/reads.ts [--db pglite,postgres] [--sizes 1000,100000] [--iterations 300] [--postgres <server url>] [--json]
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -86,7 +86,9 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
     const gql = (query: string, variables: Record<string, unknown>) => {
       const body = JSON.stringify({ query, variables });
       return async () => {
-        const res = await service.app.fetch(new Request('http://bench/graphql', { method: 'POST', body, headers: { ...auth, 'content-type': 'application/json' } }));
+        const res = await service.app.fetch(
+          new Request('http://bench/graphql', { method: 'POST', body, headers: { ...auth, 'content-type': 'application/json' } }),
+        );
         const text = await res.text();
         if (res.status !== 200 || text.includes('"errors"')) throw new Error(`graphql: ${res.status} ${text.slice(0, 300)}`);
         return text;
@@ -154,7 +156,17 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
       const floorMs = median(times[k].floor);
       const restMs = median(times[k].rest);
       const gqlMs = median(times[k].gql);
-      return { db: opts.db, rows: opts.rows, read: r.read, floorMs, restMs, gqlMs, restRatio: floorMs / restMs, gqlRatio: floorMs / gqlMs, restP99: pct(times[k].rest, 99) };
+      return {
+        db: opts.db,
+        rows: opts.rows,
+        read: r.read,
+        floorMs,
+        restMs,
+        gqlMs,
+        restRatio: floorMs / restMs,
+        gqlRatio: floorMs / gqlMs,
+        restP99: pct(times[k].rest, 99),
+      };
     });
   } finally {
     await service.stop();
@@ -257,6 +269,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       sizes: { type: 'string', default: '1000,100000' },
       iterations: { type: 'string', default: '300' },
       postgres: { type: 'string' },
+      json: { type: 'boolean', default: false },
     },
   });
   const figures: ReadFigure[] = [];
@@ -266,4 +279,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
   }
   printReads(figures);
+  if (values.json) console.log(JSON.stringify({ bench: 'reads', figures }));
 }

@@ -8,7 +8,7 @@ import { once, paged, toPage, type PageAsk } from '../page.js';
 import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
-import { publishTransaction } from './store.js';
+import { countTransactions, publishTransaction, readPage, readTransaction } from './store.js';
 import { isUniqueViolation } from '../../db/errors.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
@@ -26,9 +26,8 @@ export async function listTransactions(
   relayerKnown = false,
 ) {
   const p = toPage(opts.page, opts.perPage);
-  const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
-  const items = once(() => rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }));
-  const total = once(() => rt.prisma.transaction.count({ where }));
+  const items = once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage));
+  const total = once(() => countTransactions(rt, relayerId, opts.status));
   if (!relayerKnown) {
     const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
     if (!found) await getRelayer(rt, relayerId);
@@ -37,7 +36,7 @@ export async function listTransactions(
 }
 
 export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
-  const tx = await rt.prisma.transaction.findUnique({ where: { id } }).catch(() => null);
+  const tx = await readTransaction(rt, id).catch(() => null);
   if (!tx || (relayerId && tx.relayerId !== relayerId)) {
     if (relayerId) await getRelayer(rt, relayerId);
     throw transactionNotFound(id);
