@@ -58,7 +58,10 @@ function bench(script: string, args: string[], nodeArgs: string[] = []): Promise
   });
 }
 
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 console.log(`node ${process.version}, ${cpus().length} CPUs, load average at start ${load()}`);
 const summary: string[] = [];
 const row = (what: string, figure: string, target: string, met: boolean | null) =>
@@ -85,7 +88,12 @@ if (only.has('reads')) {
         if (!s || !b) continue;
         const rest = b.restMs / s.restMs;
         const gql = b.gqlMs / s.gqlMs;
-        row(`reads ${db} ${read}: median at ${big} / at ${sizes[0]}, REST, GraphQL`, `${rest.toFixed(2)}, ${gql.toFixed(2)}`, '<= 1.20', Math.max(rest, gql) <= 1.2);
+        row(
+          `reads ${db} ${read}: median at ${big} / at ${sizes[0]}, REST, GraphQL`,
+          `${rest.toFixed(2)}, ${gql.toFixed(2)}`,
+          '<= 1.20',
+          Math.max(rest, gql) <= 1.2,
+        );
       }
     }
   }
@@ -116,9 +124,24 @@ if (only.has('latency')) {
   row('latency pglite, one client: send median', `${f.send.p50.toFixed(2)} ms`, '<= 10 ms', f.send.p50 <= 10);
   row('latency pglite, one client: send p99', `${f.send.p99.toFixed(2)} ms (max ${f.send.max.toFixed(0)})`, '<= 50 ms', f.send.p99 <= 50);
   row('latency pglite, one client: read by id median', `${f.read.p50.toFixed(2)} ms`, '<= 5 ms', f.read.p50 <= 5);
-  row('event-loop delay, one client: p50 / p99 / max', `${f.loopSequential.p50.toFixed(1)} / ${f.loopSequential.p99.toFixed(1)} / ${f.loopSequential.max.toFixed(0)} ms`, '', null);
-  row('event-loop delay, idle client process (machine noise)', `${f.loopClient.p50.toFixed(1)} / ${f.loopClient.p99.toFixed(1)} / ${f.loopClient.max.toFixed(0)} ms`, '', null);
-  row('event-loop delay, flood of sends: p50 / p99 / max', `${f.loopFlood.p50.toFixed(1)} / ${f.loopFlood.p99.toFixed(1)} / ${f.loopFlood.max.toFixed(0)} ms`, '', null);
+  row(
+    'event-loop delay, one client: p50 / p99 / max',
+    `${f.loopSequential.p50.toFixed(1)} / ${f.loopSequential.p99.toFixed(1)} / ${f.loopSequential.max.toFixed(0)} ms`,
+    '',
+    null,
+  );
+  row(
+    'event-loop delay, idle client process (machine noise)',
+    `${f.loopClient.p50.toFixed(1)} / ${f.loopClient.p99.toFixed(1)} / ${f.loopClient.max.toFixed(0)} ms`,
+    '',
+    null,
+  );
+  row(
+    'event-loop delay, flood of sends: p50 / p99 / max',
+    `${f.loopFlood.p50.toFixed(1)} / ${f.loopFlood.p99.toFixed(1)} / ${f.loopFlood.max.toFixed(0)} ms`,
+    '',
+    null,
+  );
   if (f.memory) {
     const ratio = f.memory.rssLargeMb / f.memory.rssSmallMb;
     row(
