@@ -35,8 +35,18 @@ const dbs = a.db.split(',') as ('pglite' | 'postgres')[];
 const only = new Set(a.only.split(','));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Runs a bench script, passing its output through, and returns the JSON lines it printed. */
-function bench(script: string, args: string[], nodeArgs: string[] = []): Promise<Record<string, unknown>[]> {
+/** Runs a bench script, passing its output through, and returns the JSON lines it printed (none if it failed). */
+async function bench(script: string, args: string[], nodeArgs: string[] = []): Promise<Record<string, unknown>[]> {
+  try {
+    return await run(script, args, nodeArgs);
+  } catch (e) {
+    console.log(`${script} failed: ${(e as Error).message}`);
+    summary.push(`${script} ${args.join(' ')}: failed, no figures`);
+    return [{}];
+  }
+}
+
+function run(script: string, args: string[], nodeArgs: string[] = []): Promise<Record<string, unknown>[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -72,7 +82,7 @@ if (only.has('reads')) {
   for (const db of dbs) {
     const sizes = db === 'postgres' ? a['pg-sizes'] : a.sizes;
     const [r] = await bench('bench/reads.ts', ['--db', db, '--sizes', sizes, '--iterations', a.iterations, '--postgres', a.postgres]);
-    figures.push(...(r.figures as ReadFigure[]));
+    figures.push(...((r.figures as ReadFigure[] | undefined) ?? []));
   }
   for (const f of figures) {
     const worst = Math.min(f.restRatio, f.gqlRatio);
@@ -104,6 +114,7 @@ if (only.has('evm')) {
     const database = db === 'postgres' ? await createBenchDatabase(a.postgres) : undefined;
     try {
       const [r] = await bench('bench/evm.ts', ['--count', a['evm-count'], '--rounds', a['evm-rounds'], ...(database ? ['--postgres', database.url] : [])]);
+      if (!r.rounds) continue;
       const ratios = (r.rounds as { chain: number; e2e: number }[]).map((x) => x.e2e / x.chain);
       const target = db === 'postgres' ? 0.9 : 0.8;
       row(
@@ -120,36 +131,38 @@ if (only.has('evm')) {
 
 if (only.has('latency')) {
   const [r] = await bench('bench/latency.ts', ['--db', 'pglite', '--requests', a.requests, '--large', a.memory], ['--expose-gc']);
-  const f = r.figures as LatencyFigures;
-  row('latency pglite, one client: send median', `${f.send.p50.toFixed(2)} ms`, '<= 10 ms', f.send.p50 <= 10);
-  row('latency pglite, one client: send p99', `${f.send.p99.toFixed(2)} ms (max ${f.send.max.toFixed(0)})`, '<= 50 ms', f.send.p99 <= 50);
-  row('latency pglite, one client: read by id median', `${f.read.p50.toFixed(2)} ms`, '<= 5 ms', f.read.p50 <= 5);
-  row(
-    'event-loop delay, one client: p50 / p99 / max',
-    `${f.loopSequential.p50.toFixed(1)} / ${f.loopSequential.p99.toFixed(1)} / ${f.loopSequential.max.toFixed(0)} ms`,
-    '',
-    null,
-  );
-  row(
-    'event-loop delay, idle client process (machine noise)',
-    `${f.loopClient.p50.toFixed(1)} / ${f.loopClient.p99.toFixed(1)} / ${f.loopClient.max.toFixed(0)} ms`,
-    '',
-    null,
-  );
-  row(
-    'event-loop delay, flood of sends: p50 / p99 / max',
-    `${f.loopFlood.p50.toFixed(1)} / ${f.loopFlood.p99.toFixed(1)} / ${f.loopFlood.max.toFixed(0)} ms`,
-    '',
-    null,
-  );
-  if (f.memory) {
-    const ratio = f.memory.rssLargeMb / f.memory.rssSmallMb;
+  const f = r.figures as LatencyFigures | undefined;
+  if (f) {
+    row('latency pglite, one client: send median', `${f.send.p50.toFixed(2)} ms`, '<= 10 ms', f.send.p50 <= 10);
+    row('latency pglite, one client: send p99', `${f.send.p99.toFixed(2)} ms (max ${f.send.max.toFixed(0)})`, '<= 50 ms', f.send.p99 <= 50);
+    row('latency pglite, one client: read by id median', `${f.read.p50.toFixed(2)} ms`, '<= 5 ms', f.read.p50 <= 5);
     row(
-      `memory pglite: RSS after ${f.memory.large} / after ${f.memory.small} relayed`,
-      `${ratio.toFixed(2)} (${f.memory.rssSmallMb.toFixed(0)} -> ${f.memory.rssLargeMb.toFixed(0)} MB)`,
-      '<= 1.20',
-      ratio <= 1.2,
+      'event-loop delay, one client: p50 / p99 / max',
+      `${f.loopSequential.p50.toFixed(1)} / ${f.loopSequential.p99.toFixed(1)} / ${f.loopSequential.max.toFixed(0)} ms`,
+      '',
+      null,
     );
+    row(
+      'event-loop delay, idle client process (machine noise)',
+      `${f.loopClient.p50.toFixed(1)} / ${f.loopClient.p99.toFixed(1)} / ${f.loopClient.max.toFixed(0)} ms`,
+      '',
+      null,
+    );
+    row(
+      'event-loop delay, flood of sends: p50 / p99 / max',
+      `${f.loopFlood.p50.toFixed(1)} / ${f.loopFlood.p99.toFixed(1)} / ${f.loopFlood.max.toFixed(0)} ms`,
+      '',
+      null,
+    );
+    if (f.memory) {
+      const ratio = f.memory.rssLargeMb / f.memory.rssSmallMb;
+      row(
+        `memory pglite: RSS after ${f.memory.large} / after ${f.memory.small} relayed`,
+        `${ratio.toFixed(2)} (${f.memory.rssSmallMb.toFixed(0)} -> ${f.memory.rssLargeMb.toFixed(0)} MB)`,
+        '<= 1.20',
+        ratio <= 1.2,
+      );
+    }
   }
 }
 

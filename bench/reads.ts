@@ -179,7 +179,7 @@ const big = (_: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v
 
 /** n transactions of the bench relayer (a third confirmed) and n/10 of another, by plain SQL. */
 async function seed(query: (sql: string, params?: unknown[]) => Promise<unknown[]>, n: number) {
-  const insert = (relayer: string, count: number) =>
+  const insert = (relayer: string, count: number, from = 0) =>
     query(
       `INSERT INTO transactions (id, relayer_id, network_type, status, created_at, updated_at, sent_at, hash, hashes, "from", "to", value, data,
          nonce, gas_limit, max_fee_per_gas, max_priority_fee_per_gas, speed, valid_until, request, due_at)
@@ -188,10 +188,10 @@ async function seed(query: (sql: string, params?: unknown[]) => Promise<unknown[
          '0x' || lpad(to_hex(i), 64, '0'), ARRAY['0x' || lpad(to_hex(i), 64, '0')], '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
          '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', (1000000000000000000 + i)::text, '0x', i, 21000, '30000000000', '1500000000',
          'fast', timestamp '2030-01-01 08:00', '{}'::jsonb, NULL
-       FROM generate_series(0, $2::int - 1) AS i`,
-      [relayer, count],
+       FROM generate_series($3::int, $3::int + $2::int - 1) AS i`,
+      [relayer, count, from],
     );
-  for (let done = 0; done < n; done += 100_000) await insert(RELAYER, Math.min(100_000, n - done));
+  for (let done = 0; done < n; done += 100_000) await insert(RELAYER, Math.min(100_000, n - done), done);
   await insert('other-relayer', Math.max(1, Math.floor(n / 10)));
   await query('VACUUM ANALYZE transactions');
 }
