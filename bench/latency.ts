@@ -205,6 +205,8 @@ export async function benchLatency(opts: {
       loopFlood: loopStats(floodLoop),
       loopClient: clientLoop,
     };
+    // Printed now too: the memory phase below can take many minutes.
+    printLatency(figures);
     if (opts.large > 0) {
       const memory = () => {
         (globalThis as { gc?: () => void }).gc?.();
@@ -267,6 +269,6 @@ if (process.argv[2] !== '--client' && import.meta.url === `file://${process.argv
     large: Number(values.large),
     postgresUrl: values.postgres,
   });
-  printLatency(figures);
+  if (figures.memory) printLatency(figures);
   if (values.json) console.log(JSON.stringify({ bench: 'latency', figures }));
 }
