@@ -37,3 +37,15 @@ export const paged = <T>(page: Page, items: () => Promise<T[]>, totalItems: () =
   items,
   pagination: { currentPage: page.currentPage, perPage: page.perPage, totalItems },
 });
+
+/** What a list request reads: its rows, its total, or both. */
+export interface PageAsk {
+  items: boolean;
+  total: boolean;
+}
+
+/** A thunk run at most once: the first call's promise is kept. */
+export const once = <T>(f: () => Promise<T>): (() => Promise<T>) => {
+  let p: Promise<T> | undefined;
+  return () => (p ??= f());
+};

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations } from './schema-engine.js';
@@ -12,6 +13,8 @@ export type DbKind = 'pglite' | 'postgres';
 export interface Database {
   prisma: PrismaClient;
   kind: DbKind;
+  /** Hand-written SQL on the same connection(s) Prisma uses (benchmarks measure the floor with it). */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -21,10 +24,19 @@ export interface Database {
  */
 export async function openDatabase(opts: { databaseUrl?: string; dataDir?: string; inMemory?: boolean }): Promise<Database> {
   if (opts.databaseUrl) {
-    const factory = new PrismaPg({ connectionString: opts.databaseUrl, max: 10 });
-    await applyMigrations(factory);
-    const prisma = new PrismaClient({ adapter: factory });
-    return { prisma, kind: 'postgres', close: () => prisma.$disconnect() };
+    // Migrations on their own pool, ended afterwards (it drops the engine's session locks).
+    await applyMigrations(new PrismaPg({ connectionString: opts.databaseUrl, max: 10 }));
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    return {
+      prisma,
+      kind: 'postgres',
+      query: async (sql, params) => (await pool.query(sql, params)).rows,
+      close: async () => {
+        await prisma.$disconnect();
+        await pool.end().catch(() => {});
+      },
+    };
   }
   let pglite: PGlite;
   if (opts.inMemory) {
@@ -40,6 +52,7 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir?: strin
   return {
     prisma,
     kind: 'pglite',
+    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
     close: async () => {
       await prisma.$disconnect();
       if (!pglite.closed) await pglite.close();

@@ -91,8 +91,7 @@ describe.each(await databaseKinds())('a crash at each point of the EVM pipeline 
             rows.find((r) => r.id === id),
             id,
           ).toBeDefined();
-        if (action === 'send' || action === 'resubmit')
-          expect(rows.filter((r) => ids.includes(r.id)).map((r) => r.status)).toEqual(ids.map(() => 'confirmed'));
+        if (action === 'send' || action === 'resubmit') expect(rows.filter((r) => ids.includes(r.id)).map((r) => r.status)).toEqual(ids.map(() => 'confirmed'));
         if (action === 'cancel') expect(['canceled', 'confirmed']).toContain(rows.find((r) => r.id === ids[0]).status);
         if (action === 'expire') expect(rows.filter((r) => ['expired', 'confirmed'].includes(r.status)).length).toBe(rows.length);
 

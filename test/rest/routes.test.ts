@@ -166,6 +166,22 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       expect(body.pagination!.total_items).toBe(1);
     });
 
+    it('reads only what a GraphQL list selects, and names an unknown relayer whatever it selects', async () => {
+      const list = (relayer: string, selection: string, args = '') => svc.gql(`{ relayerTransactions(relayerId: "${relayer}"${args}) { ${selection} } }`);
+      for (const selection of ['items { id }', 'pagination { totalItems }', 'pagination { currentPage }', 'items { id } pagination { totalItems }']) {
+        const { data, errors } = await list('no-such', selection);
+        expect(data).toBeNull();
+        expect(errors?.map((e) => [e.message, e.extensions?.code])).toEqual([['Relayer with ID no-such not found', 'NOT_FOUND']]);
+      }
+      const counted = await list('evm-relayer', 'pagination { totalItems }');
+      expect(counted).toEqual({ data: { relayerTransactions: { pagination: { totalItems: 23 } } } });
+      // An existing relayer with nothing to show: an empty page, not an error.
+      const none = await list('evm-relayer', 'items { id } pagination { totalItems }', ', status: canceled');
+      expect(none).toEqual({ data: { relayerTransactions: { items: [], pagination: { totalItems: 0 } } } });
+      const beyond = await list('evm-relayer', 'pagination { totalItems } items { id }', ', page: 9');
+      expect(beyond).toEqual({ data: { relayerTransactions: { pagination: { totalItems: 23 }, items: [] } } });
+    });
+
     it('gives each record exactly as webhooks carry it (transactionRecord)', async () => {
       const body = await envelope(await svc.request('GET', `${TX}?per_page=100`));
       for (const row of rows) {

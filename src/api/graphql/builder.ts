@@ -1,10 +1,11 @@
 import SchemaBuilder, { type ObjectParam } from '@pothos/core';
+import type { GraphQLResolveInfo, SelectionSetNode } from 'graphql';
 import DirectivesPlugin from '@pothos/plugin-directives';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../../generated/pothos-types.js';
 import { getDatamodel } from '../../generated/pothos-types.js';
 import type { Context } from './context.js';
-import type { Paged, Pagination } from '../../core/page.js';
+import type { PageAsk, Paged, Pagination } from '../../core/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
 
 export const builder = new SchemaBuilder<{
@@ -66,4 +67,20 @@ export function pageOf(name: string, item: ObjectParam<Types>) {
       pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
     }),
   });
+}
+
+/** Which parts of a page field's result the operation selects: its rows, its total, both. */
+export function pageAsk(info: GraphQLResolveInfo): PageAsk {
+  const ask = { items: false, total: false };
+  const visit = (set: SelectionSetNode | undefined, inPagination: boolean) => {
+    for (const s of set?.selections ?? []) {
+      if (s.kind === 'InlineFragment') visit(s.selectionSet, inPagination);
+      else if (s.kind === 'FragmentSpread') visit(info.fragments[s.name.value]?.selectionSet, inPagination);
+      else if (inPagination) ask.total ||= s.name.value === 'totalItems';
+      else if (s.name.value === 'items') ask.items = true;
+      else if (s.name.value === 'pagination') visit(s.selectionSet, true);
+    }
+  };
+  for (const node of info.fieldNodes) visit(node.selectionSet, false);
+  return ask;
 }

@@ -1,4 +1,4 @@
-import { builder, pageArgs, pageOf } from './builder.js';
+import { builder, pageArgs, pageAsk, pageOf } from './builder.js';
 import { enumType, inputFields } from './fields.js';
 import { FAMILIES } from '../../chains/families.js';
 import { SPEEDS } from '../../chains/evm/spec.js';
@@ -58,7 +58,7 @@ builder.prismaObjectField(Relayer, 'transactions', (t) =>
     type: TransactionPage,
     directives: RATE_LIMITED,
     args: { ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
-    resolve: (r, a, ctx) => listTransactions(ctx.rt, r.id, a),
+    resolve: (r, a, ctx, info) => listTransactions(ctx.rt, r.id, a, pageAsk(info), true),
   }),
 );
 
@@ -75,7 +75,7 @@ builder.queryFields((t) => ({
     type: TransactionPage,
     directives: RATE_LIMITED,
     args: { relayerId: t.arg.id({ required: true }), ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
-    resolve: (_, a, ctx) => listTransactions(ctx.rt, String(a.relayerId), a),
+    resolve: (_, a, ctx, info) => listTransactions(ctx.rt, String(a.relayerId), a, pageAsk(info)),
   }),
   transaction: t.prismaField({
     type: 'Transaction',

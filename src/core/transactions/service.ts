@@ -4,33 +4,39 @@ import { conflict, invalid, isDomainError, notFound, transactionNotFound } from 
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
-import { paged, toPage } from '../page.js';
+import { once, paged, toPage, type PageAsk } from '../page.js';
 import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
-import { publishTransaction } from './store.js';
+import { countTransactions, publishTransaction, readPage, readTransaction } from './store.js';
 import { isUniqueViolation } from '../../db/errors.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
+/**
+ * A page of a relayer's transactions. Whichever read the request asks for first (its rows, else its
+ * total) also shows that the relayer exists, since its transactions name it: the relayer is read
+ * only when that answer is empty (or never, when the caller already holds it).
+ */
 export async function listTransactions(
   rt: Runtime,
   relayerId: string,
   opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null },
+  ask: PageAsk = { items: true, total: true },
+  relayerKnown = false,
 ) {
   const p = toPage(opts.page, opts.perPage);
-  const where = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
-  const relayer = await rt.prisma.relayer.findUnique({ where: { id: relayerId }, select: { id: true } });
-  if (!relayer) await getRelayer(rt, relayerId);
-  return paged(
-    p,
-    () => rt.prisma.transaction.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: p.skip, take: p.perPage }),
-    () => rt.prisma.transaction.count({ where }),
-  );
+  const items = once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage));
+  const total = once(() => countTransactions(rt, relayerId, opts.status));
+  if (!relayerKnown) {
+    const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
+    if (!found) await getRelayer(rt, relayerId);
+  }
+  return paged(p, items, total);
 }
 
 export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
-  const tx = await rt.prisma.transaction.findUnique({ where: { id } }).catch(() => null);
+  const tx = await readTransaction(rt, id).catch(() => null);
   if (!tx || (relayerId && tx.relayerId !== relayerId)) {
     if (relayerId) await getRelayer(rt, relayerId);
     throw transactionNotFound(id);
