@@ -64,7 +64,13 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
   const config = await loadConfig(env.configPath);
   const signers = await loadSigners(config);
   const devnet = env.devnet ? await startDevnet(config, env.devnetPort, env.dataDir, log) : undefined;
-  const db = await openDatabase({ databaseUrl: env.databaseUrl, dataDir: env.dataDir }).catch(async (e) => {
+  const db = await openDatabase({
+    databaseUrl: env.databaseUrl,
+    dataDir: env.dataDir,
+    // Code and message only: the error carries the pg client, connection parameters included.
+    onIdleError: (err) =>
+      log.warn({ code: (err as { code?: string }).code, reason: err.message }, 'an idle database connection failed; the pool opens a new one'),
+  }).catch(async (e) => {
     await devnet?.stop();
     throw e;
   });

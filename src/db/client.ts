@@ -22,11 +22,19 @@ export interface Database {
  * PostgreSQL when a URL is given, else PGlite (PostgreSQL in WebAssembly) under dataDir.
  * Migrations from prisma/migrations are applied before the client is handed out.
  */
-export async function openDatabase(opts: { databaseUrl?: string; dataDir?: string; inMemory?: boolean }): Promise<Database> {
+export async function openDatabase(opts: {
+  databaseUrl?: string;
+  dataDir?: string;
+  inMemory?: boolean;
+  /** An idle PostgreSQL connection failed (server restarted, connection killed); the pool replaces it. */
+  onIdleError?: (err: Error) => void;
+}): Promise<Database> {
   if (opts.databaseUrl) {
     // Migrations on their own pool, ended afterwards (it drops the engine's session locks).
     await applyMigrations(new PrismaPg({ connectionString: opts.databaseUrl, max: 10 }));
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    // Without a listener, an idle connection the server ends would be an uncaught exception.
+    pool.on('error', (err) => opts.onIdleError?.(err));
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     return {
       prisma,
