@@ -6,37 +6,15 @@ import { getBase58Encoder, getPublicKeyFromAddress, getTransactionDecoder, verif
 import { Account, Asset, Keypair, Operation, type Transaction, TransactionBuilder } from '@stellar/stellar-sdk';
 import { createPublicClient, domainSeparator, hashStruct, http, verifyMessage, verifyTypedData, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbState, SOLANA_RELAYER, STELLAR_RELAYER } from '../rest/helpers.js';
+import { dbState, SOLANA_RELAYER, STELLAR_RELAYER, startRestService } from '../rest/helpers.js';
 import { buildTx, NO_BLOCKHASH, party, transferSol } from '../solana/support.js';
-import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+import { DEV_ADDRESS, type TestService } from '../support/service.js';
 import { sdkClient, sdkError, type Client } from './support.js';
 
 const PASSPHRASE = 'Test SDF Network ; September 2015';
 
-/** The service on anvil with the EVM relayer, and a Solana and a Stellar relayer on the same dev key. */
-function signingService(db: 'pglite' | 'postgres' = 'pglite') {
-  return startTestService({
-    db,
-    anvil: true,
-    workers: false,
-    config: ({ rpcUrl }) => {
-      const c = evmConfig(rpcUrl);
-      return {
-        ...c,
-        relayers: [
-          ...c.relayers,
-          { id: SOLANA_RELAYER, name: 'Solana relayer', network: 'devnet', network_type: 'solana', signer_id: 'dev-signer', policies: {} },
-          { id: STELLAR_RELAYER, name: 'Stellar relayer', network: 'testnet', network_type: 'stellar', signer_id: 'dev-signer', policies: {} },
-        ],
-        networks: [
-          ...c.networks,
-          { type: 'solana', network: 'devnet', rpc_urls: ['http://127.0.0.1:1'], is_testnet: true },
-          { type: 'stellar', network: 'testnet', rpc_urls: ['http://127.0.0.1:1'], passphrase: PASSPHRASE, is_testnet: true },
-        ],
-      };
-    },
-  });
-}
+/** The REST test service (every answer checked against the OpenAPI document) on anvil. */
+const signingService = (db: 'pglite' | 'postgres' = 'pglite') => startRestService({ db, anvil: true });
 
 // An EIP-712 document as a wallet would sign it.
 const domain = { name: 'Ether Mail', version: '1', chainId: 31337, verifyingContract: '0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC' } as const;
