@@ -4,19 +4,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
+import { rpc } from '../evm/helpers.js';
 import { waitFor } from '../notifications/receiver.js';
 import { allTransactions, startInstance, type Instance } from '../support/instance.js';
 import { createTestDatabase, postgresReachable } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
-
-async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  return (await res.json()).result;
-}
 
 /** Sends SIGTERM/SIGINT and waits for the exit: its code and how long it took. */
 async function terminate(instance: Instance, signal: NodeJS.Signals) {
