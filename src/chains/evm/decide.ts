@@ -373,8 +373,9 @@ export function recordSigning(
 // Broadcasting
 
 /**
- * What a node's answer to a broadcast means for the transaction. Returns whether the node holds
- * it (so a receipt may come soon). An answer that never came counts as possibly sent.
+ * What a node's answer to a broadcast means for the transaction. Returns whether receipts must be
+ * read at once (the node says the nonce is used: by ours or another's). An answer that never came
+ * counts as possibly sent.
  */
 export function onBroadcast(pace: Pace, w: Work, verdict: BroadcastVerdict | 'ok', error: Error | undefined, now: Date): boolean {
   const last = w.st.broadcasts[w.st.broadcasts.length - 1];
@@ -390,8 +391,10 @@ export function onBroadcast(pace: Pace, w: Work, verdict: BroadcastVerdict | 'ok
         if (!w.tx.sentAt && !w.patch.sentAt) w.patch.sentAt = now;
         if (w.status === 'pending' || w.status === 'sent') setStatus(w, 'submitted');
       }
-      w.dueInMs = resubmitMs(pace); // sooner when the watch sees it mined
-      return true;
+      // Its receipt is read when the mined-nonce watch (a tenth of a block) sees the nonce pass:
+      // reading every receipt right after the broadcast cost a round trip a step, mostly for nothing.
+      w.dueInMs = resubmitMs(pace);
+      return false;
     case 'nonce-used':
       // Receipts decide: one of ours was mined, or someone else's.
       w.st.phase = 'broadcast';

@@ -169,7 +169,7 @@ describe('broadcast answers', () => {
 
   it('accepted: submitted, resubmission clock started', () => {
     const w = signed();
-    expect(onBroadcast(pace, w, 'ok', undefined, new Date())).toBe(true);
+    expect(onBroadcast(pace, w, 'ok', undefined, new Date())).toBe(false);
     expect(w.status).toBe('submitted');
     expect(w.via).toEqual(['sent']);
     expect(w.dueInMs).toBe(3_000);
