@@ -10,12 +10,16 @@
 // median is reported. The relayer runs as its own process (`src/main.ts`) on PGlite, or on
 // PostgreSQL with --postgres <url>.
 //
+// Each round also prints the CPU time the service and anvil spent per relayed transaction (from
+// /proc), a figure that, unlike the rates, hardly moves when other work loads the machine.
+//
 // Rounds of 10,000 transfers span seven or more blocks, so one missed block moves a round's ratio by
 // less than 0.05. --json prints the figures as one JSON line last (bench/all.ts reads it).
 //
 //   npx tsx bench/evm.ts [--count 10000] [--rounds 3] [--concurrency 64] [--postgres postgres://...] [--json]
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -214,12 +218,28 @@ async function waitProgress(what: string, read: () => Promise<number>, target: n
   }, pollMs);
 }
 
-async function throughRelayer(url: string, anvilUrl: string, n: number, already: number): Promise<{ accepted: number; e2e: number }> {
+/** CPU time a process has used so far, in ms (Linux /proc; 0 elsewhere). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in ticks of 1/100 s
+  } catch {
+    return 0;
+  }
+}
+
+async function throughRelayer(
+  url: string,
+  anvilUrl: string,
+  n: number,
+  already: number,
+): Promise<{ accepted: number; e2e: number; serviceCpuMs: number; anvilCpuMs: number }> {
   freshConnections();
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
   await nextBlock(anvilUrl);
   const t0 = performance.now();
+  const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid)];
   let failed = 0;
   await pool(n, C, async (i) => {
     const res = await post(`${url}/api/v1/relayers/bench/transactions`, { to: RECEIVER, value: i + 1 }, { authorization: `Bearer ${API_KEY}` }, false);
@@ -232,7 +252,12 @@ async function throughRelayer(url: string, anvilUrl: string, n: number, already:
   await waitProgress('mined nonce', minedNonce, startNonce + n, 25);
   await waitProgress('confirmed count', () => confirmedCount(url), already + n, 25);
   const t2 = performance.now();
-  return { accepted: n / ((t1 - t0) / 1000), e2e: n / ((t2 - t0) / 1000) };
+  return {
+    accepted: n / ((t1 - t0) / 1000),
+    e2e: n / ((t2 - t0) / 1000),
+    serviceCpuMs: (cpuMs(relayer?.child.pid) - cpu0[0]) / n,
+    anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0[1]) / n,
+  };
 }
 
 // ---- run ------------------------------------------------------------------------------------
@@ -250,13 +275,13 @@ try {
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
-  const rounds: { chain: number; accepted: number; e2e: number }[] = [];
+  const rounds: { chain: number; accepted: number; e2e: number; serviceCpuMs: number; anvilCpuMs: number }[] = [];
   let done = warm;
   for (let r = 0; r < Number(args.rounds); r++) {
     const chain = await direct(anvil.url, 1 + (r % 3));
-    const { accepted, e2e } = await throughRelayer(relayer.url, anvil.url, N, done);
+    const through = await throughRelayer(relayer.url, anvil.url, N, done);
     done += N;
-    rounds.push({ chain, accepted, e2e });
+    rounds.push({ chain, ...through });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const f = (x: number) => x.toFixed(0).padStart(6);
@@ -266,7 +291,7 @@ try {
   console.log(`EVM relay, ${N} transactions per round, ${rounds.length} rounds, ${C} concurrent clients, database: ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
   for (const [i, r] of rounds.entries()) {
     console.log(
-      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})`,
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
