@@ -2,8 +2,9 @@ import { readFile, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bindMigrationAwareSqlAdapterFactory, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as bindings from '@prisma/schema-engine-wasm/schema_engine_bg';
+import pg from 'pg';
 
 // Prisma's schema engine compiled to WebAssembly: migrations run in-process over the same driver
 // adapter as the client, so no native engine (which would need a download) is ever required.
@@ -84,7 +85,26 @@ export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFac
   }
 }
 
-function keep<T extends { dispose(): Promise<void> }>(list: { dispose(): Promise<void> }[], adapter: T): T {
+function keep<T extends SqlDriverAdapter>(list: { dispose(): Promise<void> }[], adapter: T): T {
   list.push(adapter);
+  return wholeScripts(adapter);
+}
+
+/**
+ * @prisma/adapter-pg runs a migration script cut at every ";", statement by statement on any
+ * connection of its pool: a function body (with ";" inside its quotes) would be cut apart, and a
+ * migration half applied could be left behind. Sent whole, as Prisma's native engine sends it, the
+ * server parses it and runs it as one transaction. (PGlite's adapter sends it whole already.)
+ */
+function wholeScripts<T extends SqlDriverAdapter>(adapter: T): T {
+  const driver = (adapter as { underlyingDriver?: () => unknown }).underlyingDriver?.();
+  if (!(driver instanceof pg.Pool)) return adapter;
+  adapter.executeScript = async (script) => {
+    try {
+      await driver.query(script);
+    } catch (e) {
+      (adapter as unknown as { onError(e: unknown): never }).onError(e);
+    }
+  };
   return adapter;
 }

@@ -84,7 +84,9 @@ export function watchDatabase(rt: Runtime) {
 
 async function readSnapshot(rt: Runtime): Promise<Snapshot> {
   const [byStatus, [due], [undelivered]] = await Promise.all([
-    rt.prisma.$queryRaw<Snapshot['byStatus']>`SELECT relayer_id, status::text AS status, count(*)::int AS n FROM transactions GROUP BY relayer_id, status`,
+    // The counters the database keeps (transaction_counts); a count that fell to 0 is left out, as
+    // a count of the rows would leave it out.
+    rt.prisma.$queryRaw<Snapshot['byStatus']>`SELECT relayer_id, status::text AS status, n::int AS n FROM transaction_counts WHERE n > 0`,
     rt.prisma.$queryRaw<Snapshot['due'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age
       FROM transactions WHERE due_at <= now() AND (lease_until IS NULL OR lease_until < now())`,
     rt.prisma.$queryRaw<Snapshot['undelivered'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(created_at))::float8 AS age

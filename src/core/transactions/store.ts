@@ -339,10 +339,13 @@ export function readPage(rt: Runtime, relayerId: string, status: Transaction['st
   );
 }
 
-/** How many transactions the relayer has (optionally of one status). */
+/**
+ * How many transactions the relayer has (optionally of one status), from the counters the database
+ * keeps per relayer and status (table transaction_counts): as cheap at a million rows as at ten.
+ */
 export async function countTransactions(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined): Promise<number> {
   const [{ n }] = await rt.prisma.$queryRawUnsafe<{ n: number }[]>(
-    `SELECT count(*)::int AS n FROM transactions WHERE ${listWhere(status)}`,
+    `SELECT coalesce(sum(n), 0)::int AS n FROM transaction_counts WHERE ${listWhere(status)}`,
     ...(status ? [relayerId, status] : [relayerId]),
   );
   return n;
