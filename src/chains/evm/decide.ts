@@ -86,7 +86,15 @@ export const unchanged = (w: Work) =>
   w.reason === undefined &&
   Object.keys(w.patch).length === 0 &&
   reasonOf(w) === w.tx.statusReason &&
-  canonical(w.st) === canonical(w.tx.chainState);
+  canonical(w.st) === storedCanonical(w.tx);
+
+// A row read from the database never changes, so its state's canonical form is worked out once.
+const stored = new WeakMap<Transaction, string>();
+function storedCanonical(tx: Transaction): string {
+  let c = stored.get(tx);
+  if (c === undefined) stored.set(tx, (c = canonical(tx.chainState)));
+  return c;
+}
 
 /** JSON with keys sorted at every level and undefined left out (jsonb does not keep key order). */
 function canonical(v: unknown): string {
