@@ -26,6 +26,9 @@ export function createApp(rt: Runtime, apiKey: string): App {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // useInputRules reads POST bodies up to MAX_BODY_BYTES itself; yoga's own limit would pipe every
+    // body through a TransformStream into a new Request first.
+    maxRequestBodySize: false,
     logging: false,
     renderGraphiQL,
     graphiql: {

@@ -15,6 +15,11 @@ export interface Database {
   kind: DbKind;
   /** Hand-written SQL on the same connection(s) Prisma uses (benchmarks measure the floor with it). */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Hand-written SQL whose rows read as Prisma's: int8 as bigint, timestamp as a UTC Date (both
+   * drivers read `timestamp without time zone` as local time), jsonb parsed, enums as strings.
+   */
+  read<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -22,6 +27,21 @@ export interface Database {
  * PostgreSQL when a URL is given, else PGlite (PostgreSQL in WebAssembly) under dataDir.
  * Migrations from prisma/migrations are applied before the client is handed out.
  */
+const INT8 = 20;
+const TIMESTAMP = 1114;
+/** A `timestamp without time zone` as Prisma reads it: UTC. */
+const utc = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
+
+// Per query, not pg.types.setTypeParser: Prisma's adapter shares the pool and parses on its own.
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8) return BigInt;
+    if (oid === TIMESTAMP) return utc;
+    return pg.types.getTypeParser(oid, format);
+  }) as typeof pg.types.getTypeParser,
+};
+const pgliteParsers = { [INT8]: (text: string) => BigInt(text), [TIMESTAMP]: utc };
+
 export async function openDatabase(opts: {
   databaseUrl?: string;
   dataDir?: string;
@@ -40,6 +60,7 @@ export async function openDatabase(opts: {
       prisma,
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
+      read: async (sql, params) => (await pool.query({ text: sql, values: params, types: pgTypes })).rows,
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});
@@ -61,6 +82,7 @@ export async function openDatabase(opts: {
     prisma,
     kind: 'pglite',
     query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
+    read: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params, { parsers: pgliteParsers })).rows,
     close: async () => {
       await prisma.$disconnect();
       if (!pglite.closed) await pglite.close();

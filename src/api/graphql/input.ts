@@ -1,4 +1,4 @@
-import { type GraphQLError, Kind, visit } from 'graphql';
+import { type DocumentNode, type GraphQLError, Kind, visit } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { parseJson } from '../../lib/json.js';
 import { textIssues, textProblem } from '../../lib/validate.js';
@@ -11,6 +11,23 @@ import { AppError } from './errors.js';
 // anywhere holds a character the database cannot store.
 
 const errorResponse = (status: number, message: string, code: string) => Response.json({ errors: [{ message, extensions: { code } }] }, { status });
+
+/** The string literals of a document it refuses: once per document (yoga caches parsed documents, REST routes are parsed at start-up). */
+const literalIssues = new WeakMap<DocumentNode, string[]>();
+function documentIssues(document: DocumentNode): string[] {
+  let issues = literalIssues.get(document);
+  if (!issues) {
+    const found: string[] = [];
+    visit(document, {
+      [Kind.STRING](node) {
+        const why = textProblem(node.value);
+        if (why) found.push(`a string literal ${why}`);
+      },
+    });
+    literalIssues.set(document, (issues = found));
+  }
+  return issues;
+}
 
 export function useInputRules(maxBodyBytes: number): Plugin {
   return {
@@ -41,12 +58,7 @@ export function useInputRules(maxBodyBytes: number): Plugin {
     onExecute({ args, setResultAndStopExecution }) {
       const issues: string[] = [];
       textIssues(args.variableValues ?? {}, '', issues);
-      visit(args.document, {
-        [Kind.STRING](node) {
-          const why = textProblem(node.value);
-          if (why) issues.push(`a string literal ${why}`);
-        },
-      });
+      issues.push(...documentIssues(args.document));
       if (issues.length) setResultAndStopExecution({ errors: [new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; '))] as GraphQLError[] });
     },
   };

@@ -77,10 +77,12 @@ builder.queryFields((t) => ({
     args: { relayerId: t.arg.id({ required: true }), ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
     resolve: (_, a, ctx, info) => listTransactions(ctx.rt, String(a.relayerId), a, pageAsk(info)),
   }),
-  transaction: t.prismaField({
-    type: 'Transaction',
+  // A plain field: a prismaField plans a Prisma query from the selection on every request, and the
+  // read is raw SQL that would not use it (a selected relation loads on its own).
+  transaction: t.field({
+    type: Transaction,
     args: { id: t.arg.id({ required: true }), relayerId: t.arg.id({ required: false }) },
-    resolve: (_q, _, a, ctx) => getTransaction(ctx.rt, String(a.id), a.relayerId ? String(a.relayerId) : null),
+    resolve: (_, a, ctx) => getTransaction(ctx.rt, String(a.id), a.relayerId ? String(a.relayerId) : null),
   }),
 }));
 
