@@ -345,9 +345,9 @@ export function readPage(rt: Runtime, relayerId: string, status: Transaction['st
  * keeps per relayer and status (table transaction_counts): as cheap at a million rows as at ten.
  */
 export async function countTransactions(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined): Promise<number> {
-  const [{ n }] = await rt.prisma.$queryRawUnsafe<{ n: number }[]>(
+  const [{ n }] = await rt.db.read<{ n: number }>(
     `SELECT coalesce(sum(n), 0)::int AS n FROM transaction_counts WHERE ${listWhere(status)}`,
-    ...(status ? [relayerId, status] : [relayerId]),
+    status ? [relayerId, status] : [relayerId],
   );
   return n;
 }
