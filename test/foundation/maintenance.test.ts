@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.js';
 import { startMaintenance } from '../../src/db/maintenance.js';
@@ -42,6 +45,8 @@ it('vacuums, analyzes and checkpoints the embedded database once enough write tr
   // A pass is several statements (table by table, then the checkpoint): wait for its last.
   const deadline = Date.now() + 5_000;
   while ((await checkpoint()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  // Statistics reach pg_stat_user_tables up to a second after the statement (PostgreSQL flushes them so).
+  while ((await churnStats()).vacuums === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const after = await churnStats();
   expect(after.vacuums).toBe(1);
   expect(after.analyzed).not.toBeNull();
@@ -65,3 +70,58 @@ it('waits for a quiet interval while writes keep coming, but no longer than its 
   expect(passedAt).toBeLessThan(4_000);
   await maintenance.stop();
 });
+
+const walSinceCheckpoint = async (d: Database) =>
+  Number(
+    (
+      await d.prisma.$queryRawUnsafe<{ mb: number }[]>(
+        `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), (pg_control_checkpoint()).redo_lsn)::float8 / 1048576 AS mb`,
+      )
+    )[0].mb,
+  );
+
+/** About `mb` MB of WAL in one statement (rows of incompressible text). */
+const walChunk = (d: Database, mb: number) =>
+  d.prisma.$executeRawUnsafe(`INSERT INTO wal_filler SELECT g, repeat(md5(g::text || random()::text), 60) FROM generate_series(1, ${Math.round(mb * 500)}) g`);
+
+it('checkpoints by WAL volume while writes never pause, without waiting for a quiet interval', async () => {
+  await db.prisma.$executeRawUnsafe('CREATE TABLE wal_filler (id int, x text)');
+  maintenance = startMaintenance(db, createLogger('silent'), { everyMs: 60_000, walCheckMs: 50, walCheckpointBytes: 8 * 2 ** 20 });
+  const before = await checkpoint();
+  let most = 0;
+  for (let i = 0; i < 40; i++) {
+    await walChunk(db, 2);
+    await new Promise((r) => setTimeout(r, 20));
+    most = Math.max(most, await walSinceCheckpoint(db));
+  }
+  // ~80 MB written; never more than the limit plus what two checks apart can write.
+  expect(await checkpoint()).not.toBe(before);
+  expect(most).toBeLessThan(16);
+  await maintenance.stop();
+  await db.prisma.$executeRawUnsafe('DROP TABLE wal_filler');
+});
+
+it('keeps the embedded database going past the WAL volume at which PostgreSQL would wait for a checkpointer PGlite does not have', async () => {
+  // Without checkpoints by volume, the statement that takes the WAL past ~530 MB since the last
+  // checkpoint busy-waits a minute, and so does every one after it.
+  const dir = await mkdtemp(path.join(tmpdir(), 'relayer-wal-'));
+  const disk = await openDatabase({ dataDir: dir });
+  const running = startMaintenance(disk, createLogger('silent'));
+  try {
+    await disk.prisma.$executeRawUnsafe('CREATE TABLE wal_filler (id int, x text)');
+    let slowest = 0;
+    for (let written = 0; written < 700; written += 10) {
+      const t = performance.now();
+      await walChunk(disk, 10);
+      await disk.prisma.$executeRawUnsafe('TRUNCATE wal_filler');
+      slowest = Math.max(slowest, performance.now() - t);
+      await new Promise((r) => setTimeout(r, 100)); // ~70 MB/s, beyond what relaying writes
+    }
+    expect(slowest).toBeLessThan(5_000);
+    expect(await walSinceCheckpoint(disk)).toBeLessThan(300);
+  } finally {
+    await running.stop();
+    await disk.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);
