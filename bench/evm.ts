@@ -183,7 +183,6 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
       LOG_LEVEL: 'warn',
       RATE_LIMIT_REQUESTS_PER_SECOND: '1000000',
       RATE_LIMIT_BURST_SIZE: '1000000',
-      ...(process.env.SVC_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SVC_NODE_OPTIONS } : {}),
       ...(args.postgres ? { DATABASE_URL: args.postgres } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
