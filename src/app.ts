@@ -7,7 +7,7 @@ import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
 import { schema } from './api/graphql/schema.js';
-import { authenticate } from './api/auth.js';
+import { authenticator } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
 import type { Runtime } from './core/runtime.js';
@@ -41,6 +41,9 @@ export function createApp(rt: Runtime, apiKey: string): App {
     context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
   });
   const rest = createRestHandler(yoga, rt);
+  const authenticate = authenticator(apiKey);
+  // Only the API key authenticates, so every authenticated request is the same caller.
+  const apiCaller = callerKey(apiKey);
 
   async function handle(request: Request, requestId: string, labels: HttpLabels): Promise<Response> {
     const { pathname } = new URL(request.url);
@@ -58,13 +61,13 @@ export function createApp(rt: Runtime, apiKey: string): App {
     if (isGraphQL) labels.endpoint = '/graphql';
     // The GraphiQL page holds no data; the operations it sends carry the token like any other.
     const wantsGraphiQL = isGraphQL && request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
-    const token = authenticate(request.headers.get('authorization'), apiKey);
+    const token = authenticate(request.headers.get('authorization'));
     if (!token && !wantsGraphiQL && !(isRest && rest.isPublic(request))) {
       return isRest
         ? rest.unauthorized()
         : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
     }
-    const caller = token ? callerKey(token) : 'anonymous';
+    const caller = token ? apiCaller : 'anonymous';
     if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
     const response = await yoga.handleRequest(request, { requestId, caller, labels });
     if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);

@@ -23,10 +23,6 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/**
- * PostgreSQL when a URL is given, else PGlite (PostgreSQL in WebAssembly) under dataDir.
- * Migrations from prisma/migrations are applied before the client is handed out.
- */
 const INT8 = 20;
 const TIMESTAMP = 1114;
 /** A `timestamp without time zone` as Prisma reads it: UTC. */
@@ -42,6 +38,10 @@ const pgTypes = {
 };
 const pgliteParsers = { [INT8]: (text: string) => BigInt(text), [TIMESTAMP]: utc };
 
+/**
+ * PostgreSQL when a URL is given, else PGlite (PostgreSQL in WebAssembly) under dataDir.
+ * Migrations from prisma/migrations are applied before the client is handed out.
+ */
 export async function openDatabase(opts: {
   databaseUrl?: string;
   dataDir?: string;

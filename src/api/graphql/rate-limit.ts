@@ -13,10 +13,7 @@ import { AppError, rateLimited } from './errors.js';
  */
 export const RATE_LIMITED = { rateLimit: { limit: 1, duration: 1 } } as const;
 
-/** The last caller key computed: every authenticated request carries the same token (the API key). */
-let lastCaller: { token: string; key: string } | undefined;
-export const callerKey = (token: string) =>
-  (lastCaller?.token === token ? lastCaller : (lastCaller = { token, key: createHash('sha256').update(token).digest('base64url').slice(0, 22) })).key;
+export const callerKey = (token: string) => createHash('sha256').update(token).digest('base64url').slice(0, 22);
 
 export function rateLimitTransformer() {
   // The directive only marks the fields and wraps their resolvers: the token is taken from the
