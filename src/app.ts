@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
-import type { Context } from './api/graphql/context.js';
+import { type Context, requestContext } from './api/graphql/context.js';
+import { operationRunner } from './api/graphql/run.js';
 import { maskError } from './api/graphql/errors.js';
 import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
@@ -22,6 +23,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** The whole HTTP surface as one Fetch handler: node:http serves it in main, tests call it directly. */
 export function createApp(rt: Runtime, apiKey: string): App {
+  const mask = maskError(rt.log, (code) => httpOf[code].status);
   const yoga = createYoga<{ requestId: string; caller: string; labels?: HttpLabels }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -37,10 +39,11 @@ export function createApp(rt: Runtime, apiKey: string): App {
       defaultQuery: '{\n  relayers {\n    items { id network address paused transactions(perPage: 5) { items { id status hash } } }\n  }\n}\n',
     },
     plugins: [useInputRules(rt.env.maxBodyBytes), limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status), operationLabels(rt.metrics)],
-    maskedErrors: { maskError: maskError(rt.log, (code) => httpOf[code].status) },
-    context: ({ requestId, caller }) => ({ rt, log: rt.log.child({ requestId }), requestId, caller }),
+    maskedErrors: { maskError: mask },
+    context: ({ requestId, caller }) => requestContext(rt, requestId, caller),
   });
-  const rest = createRestHandler(yoga, rt);
+  const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
+  const rest = createRestHandler(run, rt);
   const authenticate = authenticator(apiKey);
   // Only the API key authenticates, so every authenticated request is the same caller.
   const apiCaller = callerKey(apiKey);

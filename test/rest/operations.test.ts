@@ -137,12 +137,12 @@ describe('REST operations', () => {
 
   it('the rate limit applies to the spec routes 4.1-4.3 and to no read or notification route', () => {
     const limited = (method: string, path: string) => compiled.find((c) => c.route.method === method && c.route.path === path)!.rateLimited;
-    expect(limited('POST', '/api/v1/relayers/{relayer_id}/transactions')).toBe(true);
-    expect(limited('GET', '/api/v1/relayers/{relayer_id}/transactions')).toBe(true);
-    expect(limited('PATCH', '/api/v1/relayers/{relayer_id}')).toBe(true);
+    expect(limited('POST', '/api/v1/relayers/{relayer_id}/transactions')).toBe(1);
+    expect(limited('GET', '/api/v1/relayers/{relayer_id}/transactions')).toBe(1);
+    expect(limited('PATCH', '/api/v1/relayers/{relayer_id}')).toBe(1);
     const free = compiled.filter((c) => c.route.tag === 'Notifications' || (c.route.method === 'GET' && c.route.id !== 'listTransactions'));
     expect(free.length).toBeGreaterThanOrEqual(7);
-    for (const c of free) expect(c.rateLimited, c.route.id).toBe(false);
+    for (const c of free) expect(c.rateLimited, c.route.id).toBe(0);
   });
 });
 
@@ -155,7 +155,7 @@ describe('OpenAPI document', () => {
       const op = doc.paths[c.route.path][c.route.method.toLowerCase()];
       expect(op.operationId).toBe(c.route.id);
       expect(Object.keys(op.responses)).toContain(String(c.route.status));
-      expect(Object.keys(op.responses).includes('429')).toBe(c.rateLimited);
+      expect(Object.keys(op.responses).includes('429')).toBe(c.rateLimited > 0);
       for (const s of ['400', '401', '500']) expect(op.responses[s]).toBeDefined();
     }
     expect(doc.paths['/v1/health'].get.security).toEqual([]);

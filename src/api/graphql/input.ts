@@ -29,6 +29,14 @@ function documentIssues(document: DocumentNode): string[] {
   return issues;
 }
 
+/** The error of an operation whose variables or string literals hold text the rules refuse, or null. */
+export function inputError(document: DocumentNode, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
+  const issues: string[] = [];
+  textIssues(variables ?? {}, '', issues);
+  issues.push(...documentIssues(document));
+  return issues.length ? new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; ')) : null;
+}
+
 export function useInputRules(maxBodyBytes: number): Plugin {
   return {
     onRequestParse({ request, setRequestParser }) {
@@ -56,10 +64,8 @@ export function useInputRules(maxBodyBytes: number): Plugin {
       });
     },
     onExecute({ args, setResultAndStopExecution }) {
-      const issues: string[] = [];
-      textIssues(args.variableValues ?? {}, '', issues);
-      issues.push(...documentIssues(args.document));
-      if (issues.length) setResultAndStopExecution({ errors: [new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; '))] as GraphQLError[] });
+      const refused = inputError(args.document, args.variableValues);
+      if (refused) setResultAndStopExecution({ errors: [refused] });
     },
   };
 }

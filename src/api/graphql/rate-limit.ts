@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { collectFields, getDirective } from '@graphql-tools/utils';
-import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLSchema, Kind } from 'graphql';
+import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
@@ -64,26 +64,31 @@ export function rateLimitedRootFields(
 export function rateLimitPlugin(status: number): Plugin<Context> {
   return {
     async onExecute({ args, setResultAndStopExecution }) {
-      const ctx = args.contextValue as Context;
       const count = rateLimitedRootFields(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown> | undefined);
-      if (!count) return;
-      const { burst } = ctx.rt.env.rateLimit;
-      if (count > burst) {
-        // Would never fit in the bucket: waiting cannot help, so not a 429.
-        const error = new AppError(
-          'BAD_REQUEST',
-          'Bad Request',
-          `the operation runs ${count} rate-limited fields; at most ${burst} (RATE_LIMIT_BURST_SIZE) fit in one operation`,
-        );
-        Object.assign(error.extensions, { http: { status: 400 } });
-        return setResultAndStopExecution({ errors: [error] });
-      }
-      const wait = await ctx.rt.rateLimit.take(ctx.caller, count);
-      if (wait <= 0) return;
-      // Ends before error masking, which sets the HTTP status of the other errors.
-      const error = rateLimited(wait / 1000);
-      Object.assign(error.extensions.http as object, { status });
-      setResultAndStopExecution({ errors: [error] });
+      const refused = await takeTokens(args.contextValue as Context, count, status);
+      if (refused) setResultAndStopExecution({ errors: [refused] });
     },
   };
+}
+
+/** Takes `count` tokens of the caller's budget: null when taken, else the error to answer with. */
+export async function takeTokens(ctx: Context, count: number, status: number): Promise<GraphQLError | null> {
+  if (!count) return null;
+  const { burst } = ctx.rt.env.rateLimit;
+  if (count > burst) {
+    // Would never fit in the bucket: waiting cannot help, so not a 429.
+    const error = new AppError(
+      'BAD_REQUEST',
+      'Bad Request',
+      `the operation runs ${count} rate-limited fields; at most ${burst} (RATE_LIMIT_BURST_SIZE) fit in one operation`,
+    );
+    Object.assign(error.extensions, { http: { status: 400 } });
+    return error;
+  }
+  const wait = await ctx.rt.rateLimit.take(ctx.caller, count);
+  if (wait <= 0) return null;
+  // Ends before error masking, which sets the HTTP status of the other errors.
+  const error = rateLimited(wait / 1000);
+  Object.assign(error.extensions.http as object, { status });
+  return error;
 }

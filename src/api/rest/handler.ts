@@ -1,16 +1,7 @@
-import { getDirective } from '@graphql-tools/utils';
-import {
-  type GraphQLError,
-  type GraphQLSchema,
-  isEnumType,
-  print,
-  validate,
-  type DocumentNode,
-  type ExecutionResult,
-  type OperationDefinitionNode,
-} from 'graphql';
-import type { YogaServerInstance } from 'graphql-yoga';
-import type { Context } from '../graphql/context.js';
+import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { requestContext } from '../graphql/context.js';
+import { rateLimitedRootFields } from '../graphql/rate-limit.js';
+import type { OperationRunner } from '../graphql/run.js';
 import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
 import { textIssues, textProblem } from '../../lib/validate.js';
@@ -40,9 +31,8 @@ export interface CompiledRoute {
   segments: (string | { param: string })[];
   document: DocumentNode;
   operationName: string;
-  source: string;
-  /** Whether the route's field carries @rateLimit. */
-  rateLimited: boolean;
+  /** How many rate-limited root fields it runs (its field carries @rateLimit: one). */
+  rateLimited: number;
 }
 
 /** Reads enum values from the schema, so the adapter and the GraphQL enum never disagree. */
@@ -81,8 +71,7 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[] = routeTable
           .map((s) => (s.startsWith('{') ? { param: s.slice(1, -1) } : s)),
         document: route.document,
         operationName: op.name!.value,
-        source: print(route.document),
-        rateLimited: !!getDirective(schema, field, 'rateLimit')?.length,
+        rateLimited: rateLimitedRootFields(schema, route.document),
       },
     ];
   });
@@ -132,7 +121,7 @@ export function failWith(code: ErrorCode, detail?: string): Response {
 }
 
 /** The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema. */
-export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>, rt: Runtime, schema: GraphQLSchema = appSchema) {
+export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema = appSchema) {
   const compiled = compileRoutes(schema);
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
@@ -141,26 +130,6 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
 
   const isPublicPath = (path: string) => path === OPENAPI_PATH || path === DOCS_PATH;
   const normalise = (pathname: string) => (pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname);
-
-  async function execute(c: CompiledRoute, variables: Record<string, unknown>, request: Request, ctx: RestContext): Promise<ExecutionResult> {
-    // The way @graphql-yoga/plugin-sofa runs an operation: yoga's envelop pipeline (context, auth,
-    // rate limit, error masking), with the document parsed and validated once at start-up.
-    const enveloped = yoga.getEnveloped({
-      request,
-      requestId: ctx.requestId,
-      caller: ctx.caller,
-      labels: ctx.labels,
-      params: { query: c.source, operationName: c.operationName, variables },
-    } as never);
-    const contextValue = await enveloped.contextFactory();
-    return (await enveloped.execute({
-      schema: enveloped.schema,
-      document: c.document,
-      operationName: c.operationName,
-      variableValues: variables,
-      contextValue,
-    })) as ExecutionResult;
-  }
 
   /** The JSON body (an object, or an array where the route takes one), or why there is none (a 400 issue). */
   function readBody(text: string, issues: string[], arrays = false): Record<string, unknown> | undefined {
@@ -259,7 +228,11 @@ export function createRestHandler(yoga: YogaServerInstance<RestContext, Context>
       const variables = variablesFor(hit.c, hit.params, url, request, body, issues);
       if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
-      const result = await execute(hit.c, variables, request, ctx);
+      const result = await run(
+        { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited },
+        requestContext(rt, ctx.requestId, ctx.caller),
+        ctx.labels,
+      );
       if (result.errors?.length) return errorResponse(result.errors[0]);
       if (hit.c.route.respond) return hit.c.route.respond(result.data);
       const out = hit.c.route.result(result.data);
