@@ -1,7 +1,7 @@
 // The read path against the database's own speed: one client, one request at a time, in-process
-// (app.fetch, no sockets), each read beside the same read done by hand-written SQL on the same
-// database handle (the PGlite instance or the pg pool Prisma uses) and serialised with
-// JSON.stringify: the floor. Reads: a relayer's first page, a deep page (offset 890), a page
+// (app.fetch with the Request class the HTTP adapter builds, no sockets), each read beside the same
+// read done by hand-written SQL on the same database handle (the PGlite instance or the pg pool
+// Prisma uses) and serialised with JSON.stringify: the floor. Reads: a relayer's first page, a deep page (offset 890), a page
 // filtered by status, and one transaction by id, through REST and GraphQL (same fields as REST,
 // totalItems included). Rounds interleave the targets so load from outside hits them alike. A
 // list's total is read, on every path, from the counters the database keeps (transaction_counts);
@@ -40,6 +40,8 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
   const { createLogger } = await import('../src/lib/log.js');
   const { startService } = await import('../src/service.js');
   const { RestListTransactionsDocument, RestGetTransactionDocument } = await import('../src/generated/graphql.js');
+  // The Request class node's HTTP adapter (@whatwg-node/server, src/main.ts) hands the app.
+  const { Request } = await import('@whatwg-node/fetch');
 
   const root = fileURLToPath(new URL('..', import.meta.url));
   const dir = await mkdtemp(path.join(tmpdir(), 'relayer-bench-reads-'));

@@ -1,7 +1,9 @@
+import { Response } from '@whatwg-node/fetch';
 import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
 import { type Context, requestContext } from './api/graphql/context.js';
 import { operationRunner } from './api/graphql/run.js';
+import { graphqlPost, type ServerContext } from './api/graphql/post.js';
 import { maskError } from './api/graphql/errors.js';
 import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
@@ -17,14 +19,19 @@ import { operationLabels } from './api/graphql/metrics.js';
 
 export interface App {
   fetch(request: Request): Promise<Response>;
+  /** /graphql requests answered by the direct path and by yoga. */
+  graphqlAnswered: { direct: number; yoga: number };
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** The whole HTTP surface as one Fetch handler: node:http serves it in main, tests call it directly. */
-export function createApp(rt: Runtime, apiKey: string): App {
+/**
+ * The whole HTTP surface as one Fetch handler: node:http serves it in main, tests call it directly.
+ * `yogaOnly` sends every /graphql request through yoga (tests compare it with the direct path).
+ */
+export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolean } = {}): App {
   const mask = maskError(rt.log, (code) => httpOf[code].status);
-  const yoga = createYoga<{ requestId: string; caller: string; labels?: HttpLabels }, Context>({
+  const yoga = createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
@@ -44,6 +51,7 @@ export function createApp(rt: Runtime, apiKey: string): App {
   });
   const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
   const rest = createRestHandler(run, rt);
+  const graphql = graphqlPost(yoga, run, rt);
   const authenticate = authenticator(apiKey);
   // Only the API key authenticates, so every authenticated request is the same caller.
   const apiCaller = callerKey(apiKey);
@@ -72,12 +80,14 @@ export function createApp(rt: Runtime, apiKey: string): App {
     }
     const caller = token ? apiCaller : 'anonymous';
     if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
+    if (!wantsGraphiQL && !opts.yogaOnly) return graphql.handle(request, { requestId, caller, labels });
     const response = await yoga.handleRequest(request, { requestId, caller, labels });
-    if (wantsGraphiQL && response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
+    if (response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
     return response;
   }
 
   return {
+    graphqlAnswered: graphql.answered,
     async fetch(request) {
       const started = performance.now();
       const given = request.headers.get('x-request-id');

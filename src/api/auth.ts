@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
+const digest = (s: string) => hash('sha256', s, 'buffer');
 
 /** Checks bearer tokens against the API key (compared in constant time); the key's digest is taken once. */
 export function authenticator(apiKey: string): (header: string | null) => string | null {

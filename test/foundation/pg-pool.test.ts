@@ -17,9 +17,11 @@ describe.runIf(await postgresReachable())('the PostgreSQL pool', () => {
       await admin.connect();
       const ended = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name]);
       await admin.end();
-      expect(ended.rowCount).toBeGreaterThan(0);
-      for (let i = 0; i < 40 && failures.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(failures.length).toBeGreaterThan(0);
+      const count = ended.rows.filter((r) => r.pg_terminate_backend).length;
+      expect(count).toBeGreaterThan(0);
+      // Every ended connection reported (on a loaded machine they come one by one), so none is handed out dead.
+      for (let i = 0; i < 100 && failures.length < count; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(failures.length).toBe(count);
       expect(failures[0]).toMatch(/terminating connection/);
       expect(await db.query<{ one: number }>('select 1 as one')).toEqual([{ one: 1 }]);
     } finally {

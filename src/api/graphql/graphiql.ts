@@ -1,3 +1,4 @@
+import { Response } from '@whatwg-node/fetch';
 import { createHash } from 'node:crypto';
 import type { GraphiQLOptions } from 'graphql-yoga';
 

@@ -1,3 +1,4 @@
+import { Response } from '@whatwg-node/fetch';
 import { type DocumentNode, type GraphQLError, Kind, visit } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { parseJson } from '../../lib/json.js';
@@ -37,30 +38,36 @@ export function inputError(document: DocumentNode, variables: Record<string, unk
   return issues.length ? new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; ')) : null;
 }
 
+/** A POST body of /graphql: its text and JSON object, or the response refusing it (415, 413, 400). */
+export async function readGraphQLBody(request: Request, maxBodyBytes: number): Promise<{ text: string; body: Record<string, unknown> } | Response> {
+  const type = request.headers.get('content-type');
+  if (!isJsonContentType(type)) {
+    return errorResponse(415, `Unsupported Media Type: send application/json (got ${type ?? 'no Content-Type'})`, 'UNSUPPORTED_MEDIA_TYPE');
+  }
+  let text: string;
+  try {
+    text = await readBodyText(request, maxBodyBytes);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) return errorResponse(413, `Payload Too Large: ${e.message}`, 'PAYLOAD_TOO_LARGE');
+    throw e;
+  }
+  let body: unknown;
+  try {
+    body = parseJson(text);
+  } catch {
+    return errorResponse(400, 'POST body sent invalid JSON.', 'BAD_REQUEST');
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return errorResponse(400, 'POST body must be a JSON object', 'BAD_REQUEST');
+  return { text, body: body as Record<string, unknown> };
+}
+
 export function useInputRules(maxBodyBytes: number): Plugin {
   return {
     onRequestParse({ request, setRequestParser }) {
       if (request.method !== 'POST') return;
       setRequestParser(async (req) => {
-        const type = req.headers.get('content-type');
-        if (!isJsonContentType(type)) {
-          return errorResponse(415, `Unsupported Media Type: send application/json (got ${type ?? 'no Content-Type'})`, 'UNSUPPORTED_MEDIA_TYPE');
-        }
-        let text: string;
-        try {
-          text = await readBodyText(req, maxBodyBytes);
-        } catch (e) {
-          if (e instanceof BodyTooLarge) return errorResponse(413, `Payload Too Large: ${e.message}`, 'PAYLOAD_TOO_LARGE');
-          throw e;
-        }
-        let body: unknown;
-        try {
-          body = parseJson(text);
-        } catch {
-          return errorResponse(400, 'POST body sent invalid JSON.', 'BAD_REQUEST');
-        }
-        if (body === null || typeof body !== 'object' || Array.isArray(body)) return errorResponse(400, 'POST body must be a JSON object', 'BAD_REQUEST');
-        return body as never;
+        const read = await readGraphQLBody(req, maxBodyBytes);
+        return (read instanceof Response ? read : read.body) as never;
       });
     },
     onExecute({ args, setResultAndStopExecution }) {

@@ -1,3 +1,4 @@
+import { Response } from '@whatwg-node/fetch';
 import { stringifyJson } from '../../lib/json.js';
 
 // The spec's response envelope (2.1) and error messages (7).

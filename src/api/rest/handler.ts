@@ -1,3 +1,4 @@
+import { Response } from '@whatwg-node/fetch';
 import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';

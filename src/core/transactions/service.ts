@@ -28,6 +28,8 @@ export async function listTransactions(
   const p = toPage(opts.page, opts.perPage);
   const items = once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage));
   const total = once(() => countTransactions(rt, relayerId, opts.status));
+  // Both asked for: the count runs beside the rows (on PostgreSQL, on a second connection).
+  if (ask.items && ask.total) total().catch(() => {});
   if (!relayerKnown) {
     const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
     if (!found) await getRelayer(rt, relayerId);
