@@ -90,6 +90,21 @@ export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, ru
  * match of the reversed list, utf-8 only), or null when yoga would pick another processor.
  */
 export function acceptedMediaType(accept: string | null): string | null {
+  const key = accept ?? '';
+  let chosen = accepted.get(key);
+  if (chosen === undefined) {
+    chosen = chooseMediaType(accept);
+    if (accepted.size >= ACCEPT_CACHE_SIZE) accepted.clear();
+    accepted.set(key, chosen);
+  }
+  return chosen;
+}
+
+// Clients send few distinct Accept headers; any may come, so the memo is bounded.
+const ACCEPT_CACHE_SIZE = 100;
+const accepted = new Map<string, string | null>();
+
+function chooseMediaType(accept: string | null): string | null {
   const asked = (accept || '*/*')
     .replace(/\s/g, '')
     .toLowerCase()
