@@ -18,8 +18,16 @@ export class BodyTooLarge extends Error {
  * before reading): throws BodyTooLarge.
  */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
-  const declared = Number(request.headers.get('content-length') ?? 0);
+  const length = request.headers.get('content-length');
+  const declared = Number(length ?? 0);
   if (declared > limit) throw new BodyTooLarge(limit);
+  // A declared length is what node's HTTP parser reads, no more: the body can be taken whole
+  // (without request.body, which builds a stream).
+  if (length !== null) {
+    const bytes = Buffer.from(await request.arrayBuffer());
+    if (bytes.byteLength > limit) throw new BodyTooLarge(limit);
+    return bytes.toString('utf8');
+  }
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
