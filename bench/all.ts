@@ -3,7 +3,7 @@
 // table; this script prints the summary at the end.
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
-//                        [--evm-count 10000] [--evm-rounds 3] [--requests 1000] [--memory 100000]
+//                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
 //                        [--only reads,evm,latency,webhooks] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
@@ -22,7 +22,7 @@ const { values: a } = parseArgs({
     db: { type: 'string', default: 'pglite,postgres' },
     sizes: { type: 'string', default: '1000,100000' },
     'pg-sizes': { type: 'string', default: '1000,100000,1000000' },
-    'evm-count': { type: 'string', default: '10000' },
+    'evm-blocks': { type: 'string', default: '20' },
     'evm-rounds': { type: 'string', default: '3' },
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
@@ -113,13 +113,14 @@ if (only.has('evm')) {
   for (const db of dbs) {
     const database = db === 'postgres' ? await createBenchDatabase(a.postgres) : undefined;
     try {
-      const [r] = await bench('bench/evm.ts', ['--count', a['evm-count'], '--rounds', a['evm-rounds'], ...(database ? ['--postgres', database.url] : [])]);
+      const [r] = await bench('bench/evm.ts', ['--blocks', a['evm-blocks'], '--rounds', a['evm-rounds'], ...(database ? ['--postgres', database.url] : [])]);
       if (!r.rounds) continue;
       const ratios = (r.rounds as { chain: number; e2e: number }[]).map((x) => x.e2e / x.chain);
+      const cpu = (r.rounds as { serviceCpuMs: number }[]).map((x) => x.serviceCpuMs);
       const target = db === 'postgres' ? 0.9 : 0.8;
       row(
-        `relaying ${db}: e2e confirmed/s / chain's rate (${a['evm-count']} a round)`,
-        `${(r.e2eRatio as number).toFixed(2)} (rounds ${spread(ratios)})`,
+        `relaying ${db}: e2e confirmed/s / chain's rate (${r.count} a round)`,
+        `${(r.e2eRatio as number).toFixed(2)} (rounds ${spread(ratios)}; service CPU ${spread(cpu)} ms a tx)`,
         `>= ${target}`,
         (r.e2eRatio as number) >= target,
       );

@@ -13,10 +13,12 @@
 // Each round also prints the CPU time the service and anvil spent per relayed transaction (from
 // /proc), a figure that, unlike the rates, hardly moves when other work loads the machine.
 //
-// Rounds of 10,000 transfers span seven or more blocks, so one missed block moves a round's ratio by
-// less than 0.05. --json prints the figures as one JSON line last (bench/all.ts reads it).
+// A round is sized in blocks: by default 20 blocks' worth of transfers (the block gas limit over
+// 21,000 gas, read from the chain), so one missed block moves a round's ratio by at most
+// about 1/21 < 0.05. Each round prints the blocks each path took and what one block is worth.
+// --json prints the figures as one JSON line last (bench/all.ts reads it).
 //
-//   npx tsx bench/evm.ts [--count 10000] [--rounds 3] [--concurrency 64] [--postgres postgres://...] [--json]
+//   npx tsx bench/evm.ts [--blocks 20 | --count N] [--rounds 3] [--concurrency 64] [--postgres postgres://...] [--json]
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,7 +39,8 @@ const RELAYER_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
 const { values: args } = parseArgs({
   options: {
-    count: { type: 'string', default: '10000' },
+    count: { type: 'string' },
+    blocks: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '64' },
     postgres: { type: 'string' },
     warmup: { type: 'string' },
@@ -45,7 +48,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 });
-const N = Number(args.count);
+let N = 0; // set once the chain's block capacity is known
 const C = Number(args.concurrency);
 
 // A fresh pool of keep-alive connections for each phase: anvil closes idle connections early, and
@@ -123,7 +126,9 @@ async function nextBlock(anvilUrl: string) {
 
 // ---- direct: a plain client straight to anvil -----------------------------------------------
 
-async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
+const blockNumber = async (anvilUrl: string) => Number(await rpc(anvilUrl, 'eth_blockNumber'));
+
+async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: number; blocks: number }> {
   const account = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: accountIndex });
   const start = Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest']));
   const gasPrice = BigInt(await rpc(anvilUrl, 'eth_gasPrice'));
@@ -144,6 +149,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
   freshConnections();
   await nextBlock(anvilUrl);
   const t0 = performance.now();
+  const b0 = await blockNumber(anvilUrl);
   // In nonce order, 100 to a JSON-RPC batch, one batch after the other: the fastest way in, and
   // anvil's pool can lose track of one account's transactions that arrive out of order.
   for (let i = 0; i < N; i += 100) {
@@ -153,7 +159,8 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<number> {
     if (failed) throw new Error(`direct send refused: ${failed.error!.message}`);
   }
   await waitUntil(async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest'])) >= start + N);
-  return N / ((performance.now() - t0) / 1000);
+  const rate = N / ((performance.now() - t0) / 1000);
+  return { rate, blocks: (await blockNumber(anvilUrl)) - b0 };
 }
 
 // ---- through the relayer --------------------------------------------------------------------
@@ -233,12 +240,13 @@ async function throughRelayer(
   anvilUrl: string,
   n: number,
   already: number,
-): Promise<{ accepted: number; e2e: number; serviceCpuMs: number; anvilCpuMs: number }> {
+): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number }> {
   freshConnections();
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
   await nextBlock(anvilUrl);
   const t0 = performance.now();
+  const b0 = await blockNumber(anvilUrl);
   const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid)];
   let failed = 0;
   await pool(n, C, async (i) => {
@@ -250,11 +258,13 @@ async function throughRelayer(
   // Watch the chain until all are mined (asking the relayer meanwhile would load what is measured),
   // then the relayer until it reports every one confirmed.
   await waitProgress('mined nonce', minedNonce, startNonce + n, 25);
+  const blocks = (await blockNumber(anvilUrl)) - b0;
   await waitProgress('confirmed count', () => confirmedCount(url), already + n, 25);
   const t2 = performance.now();
   return {
     accepted: n / ((t1 - t0) / 1000),
     e2e: n / ((t2 - t0) / 1000),
+    blocks,
     serviceCpuMs: (cpuMs(relayer?.child.pid) - cpu0[0]) / n,
     anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0[1]) / n,
   };
@@ -266,6 +276,9 @@ async function throughRelayer(
 // this load, even for the direct client sending in nonce order: it keeps an already-mined
 // transaction in its pool and stops mining (see also foundry-rs/foundry#10122).
 const anvil = await startAnvil({ accounts: 4, blockTime: 1 });
+const gasLimit = Number(((await rpc(anvil.url, 'eth_getBlockByNumber', ['latest', false])) as { gasLimit: string }).gasLimit);
+const perBlock = Math.floor(gasLimit / 21_000);
+N = args.count ? Number(args.count) : Number(args.blocks) * perBlock;
 const dir = await mkdtemp(path.join(tmpdir(), 'bench-evm-'));
 let relayer: { url: string; child: ChildProcess } | undefined;
 try {
@@ -275,23 +288,25 @@ try {
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
-  const rounds: { chain: number; accepted: number; e2e: number; serviceCpuMs: number; anvilCpuMs: number }[] = [];
+  const rounds: { chain: number; chainBlocks: number; accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number }[] = [];
   let done = warm;
   for (let r = 0; r < Number(args.rounds); r++) {
-    const chain = await direct(anvil.url, 1 + (r % 3));
+    const { rate: chain, blocks: chainBlocks } = await direct(anvil.url, 1 + (r % 3));
     const through = await throughRelayer(relayer.url, anvil.url, N, done);
     done += N;
-    rounds.push({ chain, ...through });
+    rounds.push({ chain, chainBlocks, ...through });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const f = (x: number) => x.toFixed(0).padStart(6);
   const m = { chain: median(rounds.map((r) => r.chain)), accepted: median(rounds.map((r) => r.accepted)), e2e: median(rounds.map((r) => r.e2e)) };
   const acceptedRatio = median(rounds.map((r) => r.accepted / r.chain));
   const e2eRatio = median(rounds.map((r) => r.e2e / r.chain));
-  console.log(`EVM relay, ${N} transactions per round, ${rounds.length} rounds, ${C} concurrent clients, database: ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
+  console.log(
+    `EVM relay, ${N} transactions per round (${perBlock} fit in a block), ${rounds.length} rounds, ${C} concurrent clients, database: ${args.postgres ? 'PostgreSQL' : 'PGlite'}`,
+  );
   for (const [i, r] of rounds.entries()) {
     console.log(
-      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms`,
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);

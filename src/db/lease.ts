@@ -1,5 +1,5 @@
 import type { Runtime } from '../core/runtime.js';
-import type { Db } from './client.js';
+import type { Database, Db } from './client.js';
 
 /** How long a worker may hold a transaction row for one step before another may take it. */
 export const LEASE_MS = 30_000;
@@ -12,12 +12,12 @@ export const LEASE_MS = 30_000;
  * back (default: the ids).
  */
 export async function claimDue<T = string>(
-  prisma: Db,
+  db: Pick<Database, 'read'>,
   table: 'transactions' | 'deliveries',
   opts: { owner: string; limit: number; leaseMs: number; where: string; orderBy?: string; returning?: string },
 ): Promise<T[]> {
   const order = opts.orderBy ?? 'due_at';
-  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+  const rows = await db.read<Record<string, unknown>>(
     `UPDATE ${table} SET lease_owner = $1, lease_until = now() + ($2 || ' milliseconds')::interval
      WHERE id IN (
        SELECT id FROM ${table}
@@ -27,9 +27,7 @@ export async function claimDue<T = string>(
        FOR UPDATE SKIP LOCKED
      )
      RETURNING ${opts.returning ?? 'id'}`,
-    opts.owner,
-    String(opts.leaseMs),
-    opts.limit,
+    [opts.owner, String(opts.leaseMs), opts.limit],
   );
   return (opts.returning ? rows : rows.map((r) => r.id)) as T[];
 }

@@ -93,7 +93,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('claims due rows and reads them back as Prisma does', async () => {
-    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', {
+    const claimed = await claimDue<Transaction>(db, 'transactions', {
       owner: 'me',
       limit: 10,
       leaseMs: 30_000,
@@ -126,7 +126,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const rows = [full(30n), full(31n), full(32n)].map((r) => ({ ...r, idempotencyKey: null }));
     await db.prisma.$transaction((t) => insertTransactions(t, rows, NO_HOOK));
     const ids = rows.map((r) => `'${r.id}'`).join(', ');
-    const claimed = await claimDue<Transaction>(db.prisma, 'transactions', {
+    const claimed = await claimDue<Transaction>(db, 'transactions', {
       owner: 'w',
       limit: 10,
       leaseMs: 30_000,

@@ -13,7 +13,7 @@ afterAll(() => svc?.stop());
 it('a delivery attempt writes its outcome only under the lease it was claimed with', async () => {
   const rt = svc.rt;
   await acceptTransaction(rt);
-  const [id] = await claimDue(rt.prisma, 'deliveries', { owner: rt.instanceId, limit: 1, leaseMs: 1_000, where: 'true' });
+  const [id] = await claimDue(rt.db, 'deliveries', { owner: rt.instanceId, limit: 1, leaseMs: 1_000, where: 'true' });
   const claimed = await rt.prisma.delivery.findUniqueOrThrow({ where: { id } });
   // The attempt outlives its lease and the delivery is claimed again (here by the same instance).
   await rt.prisma.$executeRaw`UPDATE deliveries SET lease_until = lease_until + interval '1 minute' WHERE id = ${id}`;

@@ -110,7 +110,7 @@ describe.each(await databaseKinds())('transaction counts on %s', (db) => {
 
   it('counts status changes saved by the pipeline; claims, releases and saves that change no status write no counter', async () => {
     const versions = await query(COUNTER_VERSIONS);
-    const claimed = await claimDue<Transaction>(svc.rt.prisma, 'transactions', {
+    const claimed = await claimDue<Transaction>(svc.rt.db, 'transactions', {
       owner: 'w',
       limit: 3,
       leaseMs: 30_000,

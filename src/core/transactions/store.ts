@@ -2,7 +2,9 @@
 // inserted; after that only the holder of a row's lease changes it (save), and every status change
 // queues its webhook delivery and live event in the same database transaction (the outbox).
 // Hot paths (intake, the worker's claims) write and read transaction rows in raw SQL: Prisma's
-// createManyAndReturn and findMany cost several times the database's own work per row.
+// createManyAndReturn and findMany cost several times the database's own work per row. Statements
+// outside a database transaction (the claims, the API's reads) run on the database handle
+// (Database.read), which also skips Prisma's conversion of raw rows.
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
@@ -100,7 +102,7 @@ export async function insertTransactions(
 
 /** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */
 export function claimTransactions(rt: Runtime, limit: number): Promise<Transaction[]> {
-  return claimDue<Transaction>(rt.prisma, 'transactions', {
+  return claimDue<Transaction>(rt.db, 'transactions', {
     owner: rt.instanceId,
     limit,
     leaseMs: LEASE_MS,
@@ -112,14 +114,11 @@ export function claimTransactions(rt: Runtime, limit: number): Promise<Transacti
 
 /** Claims the relayer's in-flight rows below `nonce` that no one holds (the chain has mined past them), due or not. */
 export function claimBelowNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction[]> {
-  return rt.prisma.$queryRawUnsafe<Transaction[]>(
+  return rt.db.read<Transaction>(
     `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
      WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
      RETURNING ${TRANSACTION_COLUMNS}`,
-    relayerId,
-    nonce,
-    rt.instanceId,
-    String(LEASE_MS),
+    [relayerId, nonce.toString(), rt.instanceId, String(LEASE_MS)],
   );
 }
 
