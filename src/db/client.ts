@@ -19,9 +19,20 @@ export interface Database {
    * Hand-written SQL whose rows read as Prisma's: int8 as bigint, timestamp as a UTC Date (both
    * drivers read `timestamp without time zone` as local time), jsonb parsed, enums as strings.
    */
-  read<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  read<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: ReadOptions): Promise<T[]>;
   close(): Promise<void>;
 }
+
+export interface ReadOptions {
+  /**
+   * PostgreSQL: a named statement, parsed and planned once per connection (parsing and planning
+   * were about 30% of a read by id). Only for SQL whose text is a constant.
+   */
+  prepare?: boolean;
+}
+
+/** Prepared statements per process at most; past it, SQL runs unnamed (a bound, should a caller build texts). */
+const MAX_PREPARED = 64;
 
 const INT8 = 20;
 const TIMESTAMP = 1114;
@@ -56,11 +67,17 @@ export async function openDatabase(opts: {
     // Without a listener, an idle connection the server ends would be an uncaught exception.
     pool.on('error', (err) => opts.onIdleError?.(err));
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    const names = new Map<string, string>();
+    const nameOf = (sql: string) => {
+      let name = names.get(sql);
+      if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_read_${names.size}`));
+      return name;
+    };
     return {
       prisma,
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
-      read: async (sql, params) => (await pool.query({ text: sql, values: params, types: pgTypes })).rows,
+      read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});

@@ -107,6 +107,29 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     }
   });
 
+  it('prepared reads answer as unprepared ones, on every connection and past the bound of prepared texts; a bad one fails each time', async () => {
+    const sql = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`;
+    const ids = (await db.query<{ id: string }>('SELECT id FROM transactions ORDER BY id')).map((r) => r.id);
+    const plain = await Promise.all(ids.map((id) => db.read<Transaction>(sql, [id])));
+    // Concurrent reads take several of the pool's connections; each prepares the statement once.
+    for (let round = 0; round < 3; round++) {
+      expect(await Promise.all([...ids, ...ids, ...ids].map((id) => db.read<Transaction>(sql, [id], { prepare: true })))).toEqual([
+        ...plain,
+        ...plain,
+        ...plain,
+      ]);
+    }
+    await db.query('UPDATE transactions SET status_reason = $2 WHERE id = $1', [ids[0], 'changed after preparing']);
+    expect((await db.read<Transaction>(sql, [ids[0]], { prepare: true }))[0].statusReason).toBe('changed after preparing');
+    const texts = Array.from({ length: 80 }, (_, i) => `SELECT ${i}::int AS n, count(*)::int AS c FROM transactions WHERE id = $1`);
+    expect((await Promise.all(texts.map((t) => db.read<{ n: number; c: number }>(t, [ids[0]], { prepare: true })))).map((r) => r[0])).toEqual(
+      texts.map((_, n) => ({ n, c: 1 })),
+    );
+    for (let i = 0; i < 2; i++) {
+      await expect(db.read('SELECT no_such_column FROM transactions WHERE id = $1', [ids[0]], { prepare: true })).rejects.toThrow(/no_such_column/);
+    }
+  });
+
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await db.prisma.$transaction((t) => insertTransactions(t, [{ ...full(9n), idempotencyKey: null }], NO_HOOK));
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;

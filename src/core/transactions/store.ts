@@ -323,9 +323,11 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
 // findUnique cost about half the database's own work again on a one-row read, $queryRawUnsafe a
 // sixth) -------------------------------------------------------------------------------------------
 
+const BY_ID = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`;
+
 /** One transaction by id, or null. */
 export async function readTransaction(rt: Runtime, id: string): Promise<Transaction | null> {
-  const [row] = await rt.db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`, [id]);
+  const [row] = await rt.db.read<Transaction>(BY_ID, [id], { prepare: true });
   return row ?? null;
 }
 
@@ -347,6 +349,7 @@ export async function countTransactions(rt: Runtime, relayerId: string, status: 
   const [{ n }] = await rt.db.read<{ n: number }>(
     `SELECT coalesce(sum(n), 0)::int AS n FROM transaction_counts WHERE ${listWhere(status)}`,
     status ? [relayerId, status] : [relayerId],
+    { prepare: true },
   );
   return n;
 }
