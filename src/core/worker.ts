@@ -16,6 +16,8 @@ const BATCH = 500;
 const MAX_HANDED = 2_000;
 /** A handed-over row whose lease has less left than this is left to be claimed again instead. */
 const LEASE_MARGIN_MS = 5_000;
+/** The worker's poll for due rows when idle; while rows are handed to it, it claims due ones this often. */
+const POLL_MS = 250;
 
 /**
  * Works every accepted transaction to a final state: takes the rows handed to it (already leased
@@ -30,13 +32,15 @@ function startTransactionWorker(rt: Runtime) {
     );
   let started = false;
   let handed: Transaction[] = [];
+  let claimed = 0;
   const loop = startLoop(
     async () => {
       if (!started) await dropStaleLeases(rt, 'transactions');
       started = true;
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
-      if (txs.length < BATCH) {
+      if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimed >= POLL_MS)) {
+        claimed = Date.now();
         // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
         txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }
@@ -44,7 +48,7 @@ function startTransactionWorker(rt: Runtime) {
       await stepTransactions(rt, txs);
       return txs.length === BATCH || handed.length > 0;
     },
-    { idleMs: 250, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
+    { idleMs: POLL_MS, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
   );
   return {
     wake: loop.wake,
@@ -66,14 +70,16 @@ function startTransactionWorker(rt: Runtime) {
 }
 
 export function startWorkers(rt: Runtime) {
-  const deliveries = startDeliveryWorker(rt);
-  const transactions = startTransactionWorker(rt);
+  // The workers' database work waits for the API's (Database.background); all else is shared.
+  const bg: Runtime = Object.create(rt, { db: { value: rt.db.background }, prisma: { value: rt.db.background.prisma } });
+  const deliveries = startDeliveryWorker(bg);
+  const transactions = startTransactionWorker(bg);
   const loops = [transactions, deliveries];
   rt.wake = transactions.wake;
   rt.handOff = transactions.handOff;
   rt.wakeDeliveries = deliveries.wake;
-  const checks = startRelayerChecks(rt);
-  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
+  const checks = startRelayerChecks(bg);
+  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(bg.db, rt.log)] : [];
   return {
     stop: () => {
       rt.handOff = null;

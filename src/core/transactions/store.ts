@@ -250,7 +250,7 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
         lease_until = CASE WHEN v.release THEN NULL ELSE t.lease_until END
       FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease_until_was text, release boolean, updated_at text${types.map((t) => `, ${t}`).join('')})
       WHERE t.id = v.id AND t.lease_owner = $2 AND t.lease_until = v.lease_until_was::timestamp(3)
-      RETURNING t.id`;
+      RETURNING t.id, (SELECT notification_id FROM relayers r WHERE r.id = t.relayer_id) AS "notificationId"`;
     saveSql.set(key, sql);
   }
   return sql;
@@ -287,11 +287,12 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
   const events = await writeWithEvents(rt, async (db) => {
-    const written = await db.$queryRawUnsafe<{ id: string }[]>(saveStatement(fields), recordsetJson(values), owner);
-    const writtenIds = new Set(written.map((w) => w.id));
+    // Each written row comes back with its relayer's notification, for the deliveries below.
+    const written = await db.$queryRawUnsafe<{ id: string; notificationId: string | null }[]>(saveStatement(fields), recordsetJson(values), owner);
+    const notificationOf = new Map(written.map((w) => [w.id, w.notificationId]));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
-      if (!writtenIds.has(after.id)) continue;
+      if (!notificationOf.has(after.id)) continue;
       saved.set(after.id, after);
       const old = change.before.status;
       if (old === after.status) continue;
@@ -300,18 +301,10 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       }
       reported.push(after);
     }
-    if (reported.length > 0) {
-      const relayerIds = [...new Set(reported.map((t) => t.relayerId))];
-      const relayers = await db.relayer.findMany({ where: { id: { in: relayerIds } }, select: { id: true, notificationId: true } });
-      const byId = new Map(relayers.map((r) => [r.id, r]));
-      await emitTransactionUpdates(
-        db,
-        reported.flatMap((transaction) => {
-          const relayer = byId.get(transaction.relayerId);
-          return relayer ? [{ relayer, transaction }] : [];
-        }),
-      );
-    }
+    await emitTransactionUpdates(
+      db,
+      reported.map((transaction) => ({ relayer: { id: transaction.relayerId, notificationId: notificationOf.get(transaction.id)! }, transaction })),
+    );
     return reported;
   });
   for (const tx of events) publishTransaction(rt, tx);
