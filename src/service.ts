@@ -116,7 +116,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     : undefined;
   await applyNetworkOverrides(rt);
   await loadApiSigners(rt);
-  const workers = opts.workers === false ? undefined : startWorkers(rt);
+  const workers = opts.workers === false ? undefined : await startWorkers(rt);
   const app = createApp(rt, apiKey);
   log.info({ database: db.kind, relayers: config.relayers.length, instance: rt.instanceId }, 'relayer service ready');
   return {

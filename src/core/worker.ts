@@ -30,13 +30,10 @@ function startTransactionWorker(rt: Runtime) {
       rt,
       rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })),
     );
-  let started = false;
   let handed: Transaction[] = [];
   let claimed = 0;
   const loop = startLoop(
     async () => {
-      if (!started) await dropStaleLeases(rt, 'transactions');
-      started = true;
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
       if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimed >= POLL_MS)) {
@@ -69,17 +66,17 @@ function startTransactionWorker(rt: Runtime) {
   };
 }
 
-export function startWorkers(rt: Runtime) {
-  // The workers' database work waits for the API's (Database.background); all else is shared.
-  const bg: Runtime = Object.create(rt, { db: { value: rt.db.background }, prisma: { value: rt.db.background.prisma } });
-  const deliveries = startDeliveryWorker(bg);
-  const transactions = startTransactionWorker(bg);
+export async function startWorkers(rt: Runtime) {
+  // Before any worker runs, and before the API hands rows to them (leased to this instance).
+  await Promise.all([dropStaleLeases(rt, 'transactions'), dropStaleLeases(rt, 'deliveries')]);
+  const deliveries = startDeliveryWorker(rt);
+  const transactions = startTransactionWorker(rt);
   const loops = [transactions, deliveries];
   rt.wake = transactions.wake;
   rt.handOff = transactions.handOff;
   rt.wakeDeliveries = deliveries.wake;
-  const checks = startRelayerChecks(bg);
-  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(bg.db, rt.log)] : [];
+  const checks = startRelayerChecks(rt);
+  const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
       rt.handOff = null;

@@ -1,12 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { openThreadedPGlite } from './pglite-thread.js';
 import { applyMigrations } from './schema-engine.js';
-import { createTurns, type Turns } from './turns.js';
 
 export type Db = PrismaClient;
 export type DbKind = 'pglite' | 'postgres';
@@ -21,11 +21,6 @@ export interface Database {
    * drivers read `timestamp without time zone` as local time), jsonb parsed, enums as strings.
    */
   read<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: ReadOptions): Promise<T[]>;
-  /**
-   * The same database for the workers: on PGlite, their operations wait while the API's are
-   * queued (db/turns.ts); on PostgreSQL, where the server runs many at once, this one.
-   */
-  background: Database;
   close(): Promise<void>;
 }
 
@@ -79,68 +74,38 @@ export async function openDatabase(opts: {
       if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_read_${names.size}`));
       return name;
     };
-    const db: Database = {
+    return {
       prisma,
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
-      get background() {
-        return db;
-      },
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});
       },
     };
-    return db;
   }
-  let pglite: PGlite;
-  if (opts.inMemory) {
-    pglite = new PGlite();
-  } else {
-    const dir = path.join(opts.dataDir ?? './data', 'pglite');
+  let dir: string | undefined;
+  if (!opts.inMemory) {
+    dir = path.join(opts.dataDir ?? './data', 'pglite');
     await mkdir(dir, { recursive: true });
-    pglite = new PGlite(dir);
   }
-  await applyMigrations(new PrismaPGlite(pglite));
-  pglite.parsers = pick(pglite.parsers, ARRAYS_READ);
-  const turns = createTurns();
-  const [api, workers] = [false, true].map((background) => {
-    const handle = takingTurns(pglite, turns, background);
-    return {
-      prisma: new PrismaClient({ adapter: new PrismaPGlite(handle) }),
-      query: async <T>(sql: string, params?: unknown[]) => (await handle.query<T>(sql, params)).rows,
-      read: async <T>(sql: string, params?: unknown[]) => (await handle.query<T>(sql, params, { parsers: pgliteParsers })).rows,
-    };
+  const pglite = await openThreadedPGlite(dir);
+  // Prisma's adapter uses only the three entry points the thread offers.
+  const factory = new PrismaPGlite(pglite as unknown as PGlite);
+  await applyMigrations(factory).catch(async (e) => {
+    await pglite.close();
+    throw e;
   });
-  const close = async () => {
-    await Promise.all([api.prisma.$disconnect(), workers.prisma.$disconnect()]);
-    if (!pglite.closed) await pglite.close();
-  };
-  const background: Database = {
-    ...workers,
+  const prisma = new PrismaClient({ adapter: factory });
+  return {
+    prisma,
     kind: 'pglite',
-    close,
-    get background() {
-      return background;
+    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
+    read: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params, { parsers: pgliteParsers })).rows,
+    close: async () => {
+      await prisma.$disconnect();
+      await pglite.close();
     },
   };
-  return { ...api, kind: 'pglite', background, close };
-}
-
-/**
- * The array types whose values are parsed into arrays (text[] ... bytea[]): those of the columns
- * a schema like this one has. PGlite copies its instance's parsers into a new object on every
- * query: all of them, with over 300 array types, took about 90 µs, a third of a one-row read. Its
- * built-in parsers of scalar types apply without being listed, so the instance keeps only these.
- */
-const ARRAYS_READ = [1009, 1015, 1005, 1007, 1016, 1000, 1115, 1185, 3807, 199, 1231, 1022, 2951, 1001];
-const pick = <T>(all: Record<number, T>, keys: number[]) => Object.fromEntries(keys.filter((k) => all[k]).map((k) => [k, all[k]]));
-
-/** PGlite's three entry points (the ones Prisma's adapter and this file use), each run on `turns`. */
-function takingTurns(pglite: PGlite, turns: Turns, background: boolean): PGlite {
-  const query: PGlite['query'] = (...args) => turns.run(background, () => pglite.query(...args));
-  const exec: PGlite['exec'] = (...args) => turns.run(background, () => pglite.exec(...args));
-  const transaction: PGlite['transaction'] = (fn) => turns.run(background, () => pglite.transaction(fn));
-  return Object.assign(Object.create(pglite), { query, exec, transaction });
 }

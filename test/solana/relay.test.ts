@@ -340,7 +340,7 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(r.status).toBe(200);
     s.stub.advance(LIFETIME + 5);
     // Through the service's own worker this time.
-    const workers = startWorkers(s.svc.rt);
+    const workers = await startWorkers(s.svc.rt);
     try {
       const done = await waitForStatus(s.svc, RELAYER, r.json.data.id, FINAL);
       expect(done.status).toBe('expired');

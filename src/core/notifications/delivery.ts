@@ -1,4 +1,3 @@
-import { dropStaleLeases } from '../../db/lease.js';
 import type { Delivery, DeliveryStatus } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
@@ -219,11 +218,8 @@ export function startDeliveryWorker(rt: Runtime) {
   const leaseMs = timeoutMs + 30_000;
   const inFlight = new Set<Promise<void>>();
   const pauses = new TargetPauses(rt.env.webhook);
-  let started = false;
   const loop = startLoop(
     async () => {
-      if (!started) await dropStaleLeases(rt, 'deliveries');
-      started = true;
       const room = MAX_IN_FLIGHT - inFlight.size;
       if (room <= 0) return false;
       const { claimed: ids, parked } = await claimDeliveries(rt, room, leaseMs, pauses.resting());

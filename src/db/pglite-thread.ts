@@ -1,0 +1,162 @@
+// PGlite on a thread of its own (the thread's side: db/pglite-thread.mjs). Its statements run
+// synchronously in WebAssembly, about half of the service's CPU on the embedded database: on the
+// event loop they held every request behind them, and took a core the API and the workers need.
+// This side offers the part of PGlite's interface that Prisma's adapter and db/client.ts use
+// (query, exec, transaction), so either runs on it unchanged.
+import { Worker } from 'node:worker_threads';
+import { messages, type PGlite, type Results, type Transaction, types } from '@electric-sql/pglite';
+
+type Parsers = Record<number, (value: string, oid?: number) => unknown>;
+interface QueryOptions {
+  rowMode?: 'array' | 'object';
+  parsers?: Parsers;
+}
+interface Raw {
+  rows: (string | null)[][];
+  fields: { name: string; dataTypeID: number }[];
+  affectedRows: number;
+}
+interface Failure {
+  message: string;
+  name?: string;
+  database: boolean;
+  fields: Record<string, string | number | boolean | null>;
+}
+
+/** Element type of each array type whose values are parsed into arrays (text[] ... bytea[]). */
+const ARRAYS: Record<number, number> = {
+  1009: 25,
+  1015: 1043,
+  1005: 21,
+  1007: 23,
+  1016: 20,
+  1000: 16,
+  1115: 1114,
+  1185: 1184,
+  3807: 3802,
+  199: 114,
+  1231: 1700,
+  1022: 701,
+  2951: 2950,
+  1001: 17,
+};
+
+const BASE = types.parsers as Parsers;
+/** PGlite's own parsing of a value: the query's parsers, then the built-in ones, then text as is. */
+const DEFAULTS: Parsers = {
+  ...BASE,
+  ...Object.fromEntries(
+    Object.entries(ARRAYS).map(([array, element]) => [array, (v: string) => types.arrayParser(v, BASE[element] ?? ((x: string) => x), Number(array))]),
+  ),
+};
+
+function parse(raw: Raw, opts?: QueryOptions): Results {
+  const convert = raw.fields.map(({ dataTypeID }) => {
+    const p = opts?.parsers?.[dataTypeID] ?? DEFAULTS[dataTypeID];
+    return p ? (v: string | null) => (v === null ? null : p(v, dataTypeID)) : (v: string | null) => v;
+  });
+  const rows =
+    opts?.rowMode === 'array'
+      ? raw.rows.map((r) => r.map((v, i) => convert[i](v)))
+      : raw.rows.map((r) => Object.fromEntries(r.map((v, i) => [raw.fields[i].name, convert[i](v)])));
+  return { rows, fields: raw.fields, affectedRows: raw.affectedRows } as Results;
+}
+
+function failure(f: Failure): Error {
+  const e = f.database ? new messages.DatabaseError(f.message, Number(f.fields.length ?? 0), 'error') : new Error(f.message);
+  return Object.assign(e, f.fields);
+}
+
+export interface ThreadedPGlite {
+  query: PGlite['query'];
+  exec: PGlite['exec'];
+  transaction: PGlite['transaction'];
+  readonly closed: boolean;
+  close(): Promise<void>;
+}
+
+/** Opens the database under `dataDir` (in memory without one) on a new thread. */
+export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGlite> {
+  const worker = new Worker(new URL('./pglite-thread.mjs', import.meta.url), { workerData: { dataDir }, execArgv: [] });
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let next = 1;
+  let stopped: Error | undefined;
+  let closed = false;
+  const stop = (e: Error) => {
+    stopped ??= e;
+    for (const p of pending.values()) p.reject(stopped);
+    pending.clear();
+  };
+  await new Promise<void>((resolve, reject) => {
+    const failed = (e: Error) => {
+      worker.off('message', ready);
+      reject(e);
+    };
+    const exited = (code: number) => failed(new Error(`the database thread exited (${code}) while opening`));
+    const ready = () => {
+      worker.off('error', failed).off('exit', exited);
+      resolve();
+    };
+    worker.once('message', ready).once('error', failed).once('exit', exited);
+  });
+  worker.on('message', (m: { id: number; ok?: unknown; err?: Failure }) => {
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.err) p.reject(failure(m.err));
+    else p.resolve(m.ok);
+  });
+  worker.on('error', (e) => stop(new Error(`the database thread failed: ${e.message}`)));
+  worker.on('exit', (code) => stop(new Error(`the database thread exited (${code})`)));
+
+  const call = <T>(m: Record<string, unknown>) =>
+    new Promise<T>((resolve, reject) => {
+      if (stopped) return reject(stopped);
+      const id = next++;
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ ...m, id });
+    });
+  const query = async (tx: number | undefined, sql: string, params?: unknown[], opts?: QueryOptions) =>
+    parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [] }), opts);
+  const exec = async (tx: number | undefined, sql: string, opts?: QueryOptions) => (await call<Raw[]>({ op: 'exec', tx, sql })).map((r) => parse(r, opts));
+
+  return {
+    query: ((sql: string, params?: unknown[], opts?: QueryOptions) => query(undefined, sql, params, opts)) as PGlite['query'],
+    exec: ((sql: string, opts?: QueryOptions) => exec(undefined, sql, opts)) as PGlite['exec'],
+    transaction: (async <T>(fn: (tx: Transaction) => Promise<T>) => {
+      const id = await call<number>({ op: 'begin' });
+      let ended = false;
+      const end = async (commit: boolean) => {
+        if (ended) return;
+        ended = true;
+        await call({ op: 'end', tx: id, commit });
+      };
+      const tx = {
+        query: (sql: string, params?: unknown[], opts?: QueryOptions) => query(id, sql, params, opts),
+        exec: (sql: string, opts?: QueryOptions) => exec(id, sql, opts),
+        rollback: () => end(false),
+        get closed() {
+          return ended;
+        },
+      } as unknown as Transaction;
+      let result: T;
+      try {
+        result = await fn(tx);
+      } catch (e) {
+        await end(false).catch(() => {});
+        throw e;
+      }
+      await end(true);
+      return result;
+    }) as PGlite['transaction'],
+    get closed() {
+      return closed;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (!stopped) await call({ op: 'close' }).catch(() => {});
+      await worker.terminate();
+    },
+  };
+}
