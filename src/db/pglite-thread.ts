@@ -1,6 +1,6 @@
 // PGlite on a thread of its own (the thread's side: db/pglite-thread.mjs). Its statements run
 // synchronously in WebAssembly, about half of the service's CPU on the embedded database: on the
-// event loop they held every request behind them, and took a core the API and the workers need.
+// event loop, a chain of them held every request behind it.
 // This side offers the part of PGlite's interface that Prisma's adapter and db/client.ts use
 // (query, exec, transaction), so either runs on it unchanged.
 import { Worker } from 'node:worker_threads';
@@ -82,6 +82,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
   let next = 1;
   let stopped: Error | undefined;
   let closed = false;
+  let closing: Promise<void> | undefined;
   const stop = (e: Error) => {
     stopped ??= e;
     for (const p of pending.values()) p.reject(stopped);
@@ -111,7 +112,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
 
   const call = <T>(m: Record<string, unknown>) =>
     new Promise<T>((resolve, reject) => {
-      if (stopped) return reject(stopped);
+      if (stopped || closed) return reject(stopped ?? new Error('the database thread is closed'));
       const id = next++;
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
       worker.postMessage({ ...m, id });
@@ -152,11 +153,13 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
     get closed() {
       return closed;
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      if (!stopped) await call({ op: 'close' }).catch(() => {});
-      await worker.terminate();
+    close() {
+      closing ??= (async () => {
+        if (!stopped) await call({ op: 'close' }).catch(() => {});
+        closed = true;
+        await worker.terminate();
+      })();
+      return closing;
     },
   };
 }
