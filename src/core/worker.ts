@@ -31,13 +31,13 @@ function startTransactionWorker(rt: Runtime) {
       rows.map((tx) => ({ tx, dueAt: new Date(Date.now() + inMs) })),
     );
   let handed: Transaction[] = [];
-  let claimed = 0;
+  let claimedAt = 0;
   const loop = startLoop(
     async () => {
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
-      if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimed >= POLL_MS)) {
-        claimed = Date.now();
+      if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimedAt >= POLL_MS)) {
+        claimedAt = Date.now();
         // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
         txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }

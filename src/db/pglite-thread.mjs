@@ -7,6 +7,8 @@ import { messages, PGlite, types } from '@electric-sql/pglite';
 
 const pg = new PGlite(workerData.dataDir);
 await pg.waitReady;
+// Every array type with its element type, as PGlite reads them to parse arrays (for the other side).
+const { rows: arrays } = await pg.query('SELECT typarray, oid FROM pg_catalog.pg_type WHERE typarray <> 0', [], { rowMode: 'array' });
 pg.parsers = {};
 const text = (v) => v;
 const RAW = { rowMode: 'array', parsers: Object.fromEntries(Object.keys(types.parsers).map((oid) => [oid, text])) };
@@ -76,4 +78,4 @@ parentPort.on('message', async (m) => {
   }
   if (m.op === 'close') parentPort.close();
 });
-parentPort.postMessage({ ready: true });
+parentPort.postMessage({ ready: true, arrays });

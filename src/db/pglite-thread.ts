@@ -23,36 +23,23 @@ interface Failure {
   fields: Record<string, string | number | boolean | null>;
 }
 
-/** Element type of each array type whose values are parsed into arrays (text[] ... bytea[]). */
-const ARRAYS: Record<number, number> = {
-  1009: 25,
-  1015: 1043,
-  1005: 21,
-  1007: 23,
-  1016: 20,
-  1000: 16,
-  1115: 1114,
-  1185: 1184,
-  3807: 3802,
-  199: 114,
-  1231: 1700,
-  1022: 701,
-  2951: 2950,
-  1001: 17,
-};
-
 const BASE = types.parsers as Parsers;
-/** PGlite's own parsing of a value: the query's parsers, then the built-in ones, then text as is. */
-const DEFAULTS: Parsers = {
-  ...BASE,
-  ...Object.fromEntries(
-    Object.entries(ARRAYS).map(([array, element]) => [array, (v: string) => types.arrayParser(v, BASE[element] ?? ((x: string) => x), Number(array))]),
-  ),
-};
 
-function parse(raw: Raw, opts?: QueryOptions): Results {
+/**
+ * PGlite's own parsing of values: its built-in parsers, and for each array type (`arrays`: array
+ * type, element type) its element's parser applied to every element.
+ */
+function defaultParsers(arrays: [number, number][]): Parsers {
+  const text = (x: string) => x;
+  const parsers: Parsers = { ...BASE };
+  for (const [array, element] of arrays) parsers[array] = (v: string) => types.arrayParser(v, BASE[element] ?? text, array);
+  return parsers;
+}
+
+/** Values as PGlite reads them: the query's own parsers first, then `defaults`, else text as is. */
+function parse(raw: Raw, defaults: Parsers, opts?: QueryOptions): Results {
   const convert = raw.fields.map(({ dataTypeID }) => {
-    const p = opts?.parsers?.[dataTypeID] ?? DEFAULTS[dataTypeID];
+    const p = opts?.parsers?.[dataTypeID] ?? defaults[dataTypeID];
     return p ? (v: string | null) => (v === null ? null : p(v, dataTypeID)) : (v: string | null) => v;
   });
   const rows =
@@ -88,15 +75,15 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
     for (const p of pending.values()) p.reject(stopped);
     pending.clear();
   };
-  await new Promise<void>((resolve, reject) => {
+  const defaults = await new Promise<Parsers>((resolve, reject) => {
     const failed = (e: Error) => {
       worker.off('message', ready);
       reject(e);
     };
     const exited = (code: number) => failed(new Error(`the database thread exited (${code}) while opening`));
-    const ready = () => {
+    const ready = (m: { arrays: [number, number][] }) => {
       worker.off('error', failed).off('exit', exited);
-      resolve();
+      resolve(defaultParsers(m.arrays));
     };
     worker.once('message', ready).once('error', failed).once('exit', exited);
   });
@@ -118,8 +105,9 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
       worker.postMessage({ ...m, id });
     });
   const query = async (tx: number | undefined, sql: string, params?: unknown[], opts?: QueryOptions) =>
-    parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [] }), opts);
-  const exec = async (tx: number | undefined, sql: string, opts?: QueryOptions) => (await call<Raw[]>({ op: 'exec', tx, sql })).map((r) => parse(r, opts));
+    parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [] }), defaults, opts);
+  const exec = async (tx: number | undefined, sql: string, opts?: QueryOptions) =>
+    (await call<Raw[]>({ op: 'exec', tx, sql })).map((r) => parse(r, defaults, opts));
 
   return {
     query: ((sql: string, params?: unknown[], opts?: QueryOptions) => query(undefined, sql, params, opts)) as PGlite['query'],
@@ -155,7 +143,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
     },
     close() {
       closing ??= (async () => {
-        if (!stopped) await call({ op: 'close' }).catch(() => {});
+        await call({ op: 'close' }).catch(() => {});
         closed = true;
         await worker.terminate();
       })();

@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 it('reads every value as PGlite in the same process does, in both row modes and with a query’s own parsers', async () => {
-  const sql = 'SELECT *, $1::int8 AS param FROM t WHERE id = $2';
+  const sql = "SELECT *, $1::int8 AS param, ARRAY['2026-01-02'::date] AS days, ARRAY[1.5::float4, 2] AS halves FROM t WHERE id = $2";
   const params = [42n, 1];
   for (const opts of [undefined, { rowMode: 'array' as const }, { parsers: { 20: (v: string) => `int8:${v}` } }]) {
     const [a, b] = await Promise.all([thread.query(sql, params, opts), local.query(sql, params, opts)]);
