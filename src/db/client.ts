@@ -5,7 +5,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { openThreadedPGlite } from './pglite-thread.js';
+import { openThreadedPGlite, type Statement, type ThreadedPGlite } from './pglite-thread.js';
+
+export type { Statement };
 import { applyMigrations } from './schema-engine.js';
 
 export type Db = PrismaClient;
@@ -21,7 +23,19 @@ export interface Database {
    * drivers read `timestamp without time zone` as local time), jsonb parsed, enums as strings.
    */
   read<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: ReadOptions): Promise<T[]>;
+  /**
+   * A database transaction of hand-written statements: it commits when `fn` returns (or with the
+   * batch `fn` runs with `commit`), and rolls back when `fn` throws. On the embedded database a
+   * batch is one message to its thread and back, the commit included, so the transaction holds the
+   * database for fewer waits on the event loop.
+   */
+  transaction<T>(fn: (tx: Batches) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+export interface Batches {
+  /** Runs `statements` in order; the rows of each read as `read`'s. */
+  run(statements: Statement[], opts?: { commit?: boolean }): Promise<Record<string, unknown>[][]>;
 }
 
 export interface ReadOptions {
@@ -79,6 +93,7 @@ export async function openDatabase(opts: {
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
+      transaction: (fn) => pgTransaction(pool, fn),
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});
@@ -103,9 +118,71 @@ export async function openDatabase(opts: {
     kind: 'pglite',
     query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
     read: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params, { parsers: pgliteParsers })).rows,
+    transaction: (fn) => pgliteTransaction(pglite, fn),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();
     },
   };
+}
+
+async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let open = false;
+  const finish = async (sql: 'COMMIT' | 'ROLLBACK') => {
+    open = false;
+    await client.query(sql);
+  };
+  try {
+    const result = await fn({
+      async run(statements, opts) {
+        if (!open) {
+          await client.query('BEGIN');
+          open = true;
+        }
+        const rows: Record<string, unknown>[][] = [];
+        for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes })).rows);
+        if (opts?.commit) await finish('COMMIT');
+        return rows;
+      },
+    });
+    if (open) await finish('COMMIT');
+    client.release();
+    return result;
+  } catch (e) {
+    // A connection that cannot roll back is not given back to the pool.
+    const broken = open
+      ? await finish('ROLLBACK').then(
+          () => undefined,
+          (err: Error) => err,
+        )
+      : undefined;
+    client.release(broken);
+    throw e;
+  }
+}
+
+async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) => Promise<T>): Promise<T> {
+  let tx: number | undefined;
+  let open = false;
+  try {
+    const result = await fn({
+      async run(statements, opts) {
+        if (tx !== undefined && !open) throw new Error('the transaction has ended');
+        open = false; // a failed batch rolls the transaction back on the database's side
+        const r = await pglite.batch(statements, { tx, commit: opts?.commit, parsers: pgliteParsers });
+        tx = r.tx;
+        open = !opts?.commit;
+        return r.results.map((x) => x.rows as Record<string, unknown>[]);
+      },
+    });
+    if (open) {
+      open = false;
+      await pglite.end(tx!, true);
+    }
+    return result;
+  } catch (e) {
+    if (open) await pglite.end(tx!, false).catch(() => {});
+    throw e;
+  }
 }

@@ -44,11 +44,29 @@ async function begin() {
 
 async function end(id, commit) {
   const t = open.get(id);
+  if (!t) return null;
   open.delete(id);
   t.rollback = !commit;
   t.finish();
   await t.done;
   return null;
+}
+
+/**
+ * Statements in order in transaction `m.tx`, or in a new one; with `m.commit` it commits after
+ * them. A failed statement rolls the transaction back. The whole batch is one message each way.
+ */
+async function batch(m) {
+  const id = m.tx ?? (await begin());
+  const results = [];
+  try {
+    for (const s of m.statements) results.push(result(await open.get(id).tx.query(s.sql, s.params, RAW)));
+  } catch (e) {
+    await end(id, false);
+    throw e;
+  }
+  if (m.commit) await end(id, true);
+  return { tx: id, results };
 }
 
 const on = (tx) => (tx === undefined ? pg : open.get(tx).tx);
@@ -59,6 +77,8 @@ async function run(m) {
       return result(await on(m.tx).query(m.sql, m.params, RAW));
     case 'exec':
       return (await on(m.tx).exec(m.sql, RAW)).map(result);
+    case 'batch':
+      return batch(m);
     case 'begin':
       return begin();
     case 'end':

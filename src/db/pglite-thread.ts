@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { messages, type PGlite, type Results, type Transaction, types } from '@electric-sql/pglite';
 
-type Parsers = Record<number, (value: string, oid?: number) => unknown>;
+export type Parsers = Record<number, (value: string, oid?: number) => unknown>;
 interface QueryOptions {
   rowMode?: 'array' | 'object';
   parsers?: Parsers;
@@ -54,17 +54,32 @@ function failure(f: Failure): Error {
   return Object.assign(e, f.fields);
 }
 
+export interface Statement {
+  sql: string;
+  params?: unknown[];
+}
+
 export interface ThreadedPGlite {
   query: PGlite['query'];
   exec: PGlite['exec'];
   transaction: PGlite['transaction'];
+  /**
+   * Statements in order, in transaction `tx` or a new one, sent to the thread as one message; with
+   * `commit` the transaction commits after them. A failed statement rolls the transaction back.
+   */
+  batch(statements: Statement[], opts: { tx?: number; commit?: boolean; parsers?: Parsers }): Promise<{ tx: number; results: Results[] }>;
+  /** Ends transaction `tx` (one a batch opened); nothing when it has ended already. */
+  end(tx: number, commit: boolean): Promise<void>;
   readonly closed: boolean;
   close(): Promise<void>;
 }
 
 /** Opens the database under `dataDir` (in memory without one) on a new thread. */
 export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGlite> {
-  const worker = new Worker(new URL('./pglite-thread.mjs', import.meta.url), { workerData: { dataDir }, execArgv: [] });
+  const worker = new Worker(new URL('./pglite-thread.mjs', import.meta.url), {
+    workerData: { dataDir },
+    execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')),
+  });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let next = 1;
   let stopped: Error | undefined;
@@ -110,6 +125,11 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
     (await call<Raw[]>({ op: 'exec', tx, sql })).map((r) => parse(r, defaults, opts));
 
   return {
+    async batch(statements, { tx, commit, parsers }) {
+      const r = await call<{ tx: number; results: Raw[] }>({ op: 'batch', tx, commit, statements });
+      return { tx: r.tx, results: r.results.map((raw) => parse(raw, defaults, { parsers })) };
+    },
+    end: (tx, commit) => call({ op: 'end', tx, commit }),
     query: ((sql: string, params?: unknown[], opts?: QueryOptions) => query(undefined, sql, params, opts)) as PGlite['query'],
     exec: ((sql: string, opts?: QueryOptions) => exec(undefined, sql, opts)) as PGlite['exec'],
     transaction: (async <T>(fn: (tx: Transaction) => Promise<T>) => {

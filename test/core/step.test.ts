@@ -23,7 +23,7 @@ describe('the core step', () => {
   const row = (id: string) => svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
   async function leasedRow() {
     const [tx] = await insertTransactions(
-      svc.rt.prisma,
+      svc.rt,
       [
         {
           id: randomUUID(),

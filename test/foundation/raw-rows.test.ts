@@ -4,7 +4,7 @@ import { openDatabase, type Database } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
-import { emitTransactionUpdates } from '../../src/core/notifications/events.js';
+import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { saveTransactions } from '../../src/core/transactions/store.js';
 import type { Runtime } from '../../src/core/runtime.js';
@@ -37,6 +37,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   /** The relayer of every row, here without a notification: the insert queues no delivery. */
   const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
+  const handle = () => ({ db, wakeDeliveries: () => {} });
   const full = (nonce: bigint): NewTransaction => ({
     id: randomUUID(),
     relayerId: 'r',
@@ -77,7 +78,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   it('inserts rows in the order given and returns each exactly as Prisma reads it', async () => {
     const rows = [full(7n), bare, full(8n)].map((r, i) => (i === 2 ? { ...r, idempotencyKey: 'key-2' } : r));
-    const written = await db.prisma.$transaction((tx) => insertTransactions(tx, rows, NO_HOOK));
+    const written = await insertTransactions(handle(), rows, NO_HOOK);
     expect(written.map((t) => t.id)).toEqual(rows.map((r) => r.id));
     for (const t of written) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
     expect(written[0]).toMatchObject({ status: 'pending', value: rows[0].value, nonce: 7n, gasLimit: 23_100n, hashes: [], attempts: 0 });
@@ -86,8 +87,8 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   it('reports a repeated idempotency key as a unique violation', async () => {
     const first = { ...full(20n), idempotencyKey: 'dup' };
-    await db.prisma.$transaction((tx) => insertTransactions(tx, [first], NO_HOOK));
-    const again = await db.prisma.$transaction((tx) => insertTransactions(tx, [{ ...full(21n), idempotencyKey: 'dup' }], NO_HOOK)).catch((e) => e);
+    await insertTransactions(handle(), [first], NO_HOOK);
+    const again = await insertTransactions(handle(), [{ ...full(21n), idempotencyKey: 'dup' }], NO_HOOK).catch((e) => e);
     expect(isUniqueViolation(again)).toBe(true);
     expect(isUniqueViolation(new Error('other'))).toBe(false);
   });
@@ -131,14 +132,10 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('queues webhook deliveries in the order given', async () => {
-    const [tx] = await db.prisma.$transaction((t) => insertTransactions(t, [{ ...full(9n), idempotencyKey: null }], NO_HOOK));
+    const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
-    await db.prisma.$transaction((t) =>
-      emitTransactionUpdates(
-        t,
-        statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })),
-      ),
-    );
+    const deliveries = transactionUpdates(statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })));
+    await db.transaction((t) => t.run([deliveries!]));
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
     expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);
     expect(queued.every((d) => d.status === 'pending' && d.notificationId === 'hook' && d.relayerId === 'r')).toBe(true);
@@ -147,7 +144,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   it('saves a batch of leased rows: each its own changes, read back as Prisma reads them; a row whose lease was taken is left alone', async () => {
     await db.prisma.relayer.update({ where: { id: 'r' }, data: { notificationId: 'hook' } });
     const rows = [full(30n), full(31n), full(32n)].map((r) => ({ ...r, idempotencyKey: null }));
-    await db.prisma.$transaction((t) => insertTransactions(t, rows, NO_HOOK));
+    await insertTransactions(handle(), rows, NO_HOOK);
     const ids = rows.map((r) => `'${r.id}'`).join(', ');
     const claimed = await claimDue<Transaction>(db, 'transactions', {
       owner: 'w',
@@ -161,6 +158,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     await db.prisma.transaction.update({ where: { id: c.id }, data: { leaseOwner: 'other' } });
     const published: [string, string][] = [];
     const rt = {
+      db,
       prisma: db.prisma,
       pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) },
       wakeDeliveries: () => {},

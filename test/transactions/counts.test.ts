@@ -103,7 +103,7 @@ describe.each(await databaseKinds())('transaction counts on %s', (db) => {
       status,
     });
     const rows = ['pending', 'pending', 'canceled', 'confirmed', 'pending'].map((s) => row(s as TransactionStatus));
-    await svc.rt.prisma.$transaction((tx) => insertTransactions(tx, rows, { relayers: [{ id: SOLANA_RELAYER, notificationId: null }] }));
+    await insertTransactions(svc.rt, rows, { relayers: [{ id: SOLANA_RELAYER, notificationId: null }] });
     await expectExact();
     expect([await total(SOLANA_RELAYER), await total(SOLANA_RELAYER, 'pending'), await total(SOLANA_RELAYER, 'canceled')]).toEqual([5, 3, 1]);
   });

@@ -1,6 +1,5 @@
 import type { Transaction } from '../../generated/prisma/client.js';
 import { randomUUID } from 'node:crypto';
-import { writeWithEvents } from '../../core/notifications/events.js';
 import { insertTransactions, publishTransaction } from '../../core/transactions/store.js';
 import type { Runtime } from '../../core/runtime.js';
 import { TRANSFER_GAS, type EvmPayload } from './accept.js';
@@ -89,35 +88,33 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
   const state: EvmState = { goal: 'noop', outcome: { status: 'canceled', reason }, phase: 'new', broadcasts: [], version: 0 };
   let tx: Transaction;
   try {
-    [tx] = await writeWithEvents(rt, (db) =>
-      insertTransactions(
-        db,
-        [
-          {
-            id: randomUUID(),
-            relayerId: relayer.id,
-            networkType: 'evm',
-            status: 'canceled',
-            statusReason: reason,
-            nonce: n,
-            from: relayer.address,
-            to: relayer.address,
-            value: '0',
-            data: null,
-            gasLimit: TRANSFER_GAS,
-            gasPrice: null,
-            maxFeePerGas: null,
-            maxPriorityFeePerGas: null,
-            speed: 'fast',
-            validUntil,
-            request: request as never,
-            chainState: state as never,
-            idempotencyKey: null,
-            requestDigest: null,
-          },
-        ],
-        { relayers: [relayer] },
-      ),
+    [tx] = await insertTransactions(
+      rt,
+      [
+        {
+          id: randomUUID(),
+          relayerId: relayer.id,
+          networkType: 'evm',
+          status: 'canceled',
+          statusReason: reason,
+          nonce: n,
+          from: relayer.address,
+          to: relayer.address,
+          value: '0',
+          data: null,
+          gasLimit: TRANSFER_GAS,
+          gasPrice: null,
+          maxFeePerGas: null,
+          maxPriorityFeePerGas: null,
+          speed: 'fast',
+          validUntil,
+          request: request as never,
+          chainState: state as never,
+          idempotencyKey: null,
+          requestDigest: null,
+        },
+      ],
+      { relayers: [relayer] },
     );
   } catch (e) {
     // Someone else filled it meanwhile.

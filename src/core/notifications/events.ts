@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Statement } from '../../db/client.js';
 import type { Runtime } from '../runtime.js';
 import { transactionRecord } from '../transactions/record.js';
 
@@ -38,29 +39,29 @@ export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' 
   });
 }
 
-/** emitTransactionUpdate for many changes at once (one INSERT), in the order given. */
-export async function emitTransactionUpdates(tx: Tx, updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[]) {
+/**
+ * The transaction_update deliveries of many changes as one INSERT (rows in the order given: their
+ * seq orders the sends), to run in the database transaction that writes the changes; null when no
+ * change has a notification to go to. After that transaction commits, wake the sender.
+ */
+export function transactionUpdates(updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[]): Statement | null {
   const data = updates
     .filter((u) => u.relayer.notificationId)
-    .map(({ relayer, transaction }) => {
+    .map(({ relayer, transaction }, n) => {
       const id = randomUUID();
       const event = 'transaction_update';
       const payload = { payload_type: 'transaction', ...transactionRecord(transaction) };
       const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
-      return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body };
+      return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body, n };
     });
-  // One statement, rows in the order given (their seq orders the sends); Prisma's createMany costs
-  // several times as much per row.
-  if (data.length > 0) {
-    await tx.$executeRawUnsafe(
-      `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
+  if (data.length === 0) return null;
+  return {
+    sql: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
        SELECT id, "notificationId", "relayerId", "transactionId", event, body
        FROM jsonb_to_recordset($1::jsonb) AS x(id text, "notificationId" text, "relayerId" text, "transactionId" text, event text, body text, n int)
        ORDER BY n`,
-      JSON.stringify(data.map((d, n) => ({ ...d, n }))),
-    );
-    queuedIn.add(tx);
-  }
+    params: [JSON.stringify(data)],
+  };
 }
 
 export async function emitRelayerState(tx: Tx, relayer: Relayer) {

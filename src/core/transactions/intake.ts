@@ -3,7 +3,6 @@ import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
-import { writeWithEvents } from '../notifications/events.js';
 import { insertTransactions } from './store.js';
 import type { NetworkType } from '../relayers/policies.js';
 import type { Accepted } from './family.js';
@@ -66,7 +65,7 @@ function queueOf(rt: Runtime, relayerId: string): Queue {
 
 async function drain(rt: Runtime, q: Queue) {
   while (q.items.length > 0) {
-    const batch = q.items.splice(0, MAX_BATCH);
+    const batch = q.items.splice(0, checkedTogether(q.items));
     try {
       const outcomes = await insertBatch(rt, batch);
       toWorker(rt, outcomes);
@@ -103,49 +102,82 @@ function toWorker(rt: Runtime, outcomes: Intaken[]) {
 /** What a request is checked against; updated_at alone could miss two changes in one millisecond. */
 const CHECKED = ['updatedAt', 'paused', 'systemDisabled', 'policies', 'customRpcUrls', 'notificationId', 'signerId', 'address', 'network'] as const;
 type CheckedField = (typeof CHECKED)[number];
-const LOCK_RELAYER = `SELECT ${columnsAs(['nextNonce', ...CHECKED])} FROM relayers WHERE id = $1 FOR NO KEY UPDATE`;
 
 const same = (a: unknown, b: unknown) => (a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : JSON.stringify(a) === JSON.stringify(b));
+const sameChecks = (a: Pick<Relayer, CheckedField>, b: Pick<Relayer, CheckedField>) => CHECKED.every((f) => same(a[f], b[f]));
 
+/** How many requests at the head of the queue were checked against the same relayer (one batch). */
+function checkedTogether(items: Waiting[]): number {
+  let n = 1;
+  while (n < Math.min(items.length, MAX_BATCH) && sameChecks(items[n].relayer, items[0].relayer)) n++;
+  return n;
+}
+
+/** Each checked field compared in SQL as `same` compares it (JSON by value, a JSON null as SQL's). */
+const CHECK_SQL: Record<CheckedField, (p: string) => string> = {
+  updatedAt: (p) => `updated_at = ${p}::timestamp(3)`,
+  paused: (p) => `paused = ${p}::boolean`,
+  systemDisabled: (p) => `system_disabled = ${p}::boolean`,
+  policies: (p) => `policies = ${p}::jsonb`,
+  customRpcUrls: (p) => `coalesce(custom_rpc_urls, 'null'::jsonb) = ${p}::jsonb`,
+  notificationId: (p) => `notification_id IS NOT DISTINCT FROM ${p}::text`,
+  signerId: (p) => `signer_id = ${p}::text`,
+  address: (p) => `address = ${p}::text`,
+  network: (p) => `network = ${p}::text`,
+};
+const checkParam = (f: CheckedField, v: unknown) =>
+  f === 'policies' || f === 'customRpcUrls' ? JSON.stringify(v ?? null) : v instanceof Date ? v.toISOString() : v;
+
+/**
+ * The relayer's row, still as the batch was checked against, locked and advanced by the $4
+ * nonces the batch takes (the first of them is `base`): no row when it changed, or when nonces are
+ * taken and it has none yet. Its parameters follow the insert's own ($1 to $3).
+ */
+const GUARD = `UPDATE relayers SET next_nonce = next_nonce + $4::bigint
+  WHERE id = $5::text AND ($4::bigint = 0 OR next_nonce IS NOT NULL) AND ${CHECKED.map((f, i) => CHECK_SQL[f](`$${i + 6}`)).join(' AND ')}
+  RETURNING next_nonce - $4::bigint AS base`;
+
+const RELAYER_NOW = `SELECT ${columnsAs(['nextNonce', ...CHECKED])} FROM relayers WHERE id = $1`;
+
+/**
+ * One statement writes the batch: the guard checks the relayer and allocates the nonces, the
+ * insert writes the rows (with their deliveries, when the relayer has a notification). When it
+ * wrote nothing, the relayer as it is now says why.
+ */
 async function insertBatch(rt: Runtime, batch: Waiting[]): Promise<Intaken[]> {
-  const relayerId = batch[0].relayer.id;
-  return writeWithEvents(rt, async (db) => {
-    const [row] = await db.$queryRawUnsafe<(Pick<Relayer, CheckedField> & { nextNonce: bigint | null })[]>(LOCK_RELAYER, relayerId);
-    const outcomes: (Intaken | undefined)[] = batch.map((w) => {
-      if (!row || CHECKED.some((f) => !same(w.relayer[f], row[f]))) return 'stale';
-      return w.accepted.takesNonce && row.nextNonce === null ? 'no-nonce' : undefined;
-    });
-    const writing = batch.flatMap((_w, i) => (outcomes[i] === undefined ? [i] : []));
-    if (writing.length > 0) {
-      const taking = writing.filter((i) => batch[i].accepted.takesNonce).length;
-      if (taking > 0) await db.$executeRaw`UPDATE relayers SET next_nonce = next_nonce + ${taking} WHERE id = ${relayerId}`;
-      let nonce = row!.nextNonce;
-      const rows = await insertTransactions(
-        db,
-        writing.map((i) => {
-          const w = batch[i];
-          return {
-            to: null,
-            data: null,
-            gasLimit: null,
-            gasPrice: null,
-            maxFeePerGas: null,
-            maxPriorityFeePerGas: null,
-            speed: null,
-            ...w.accepted.data,
-            id: randomUUID(),
-            relayerId,
-            networkType: w.type,
-            nonce: w.accepted.takesNonce ? nonce!++ : null,
-            request: w.accepted.request,
-            idempotencyKey: w.idempotencyKey,
-            requestDigest: w.digest,
-          };
-        }),
-        { relayers: [batch[0].relayer], leaseOwner: rt.handOff ? rt.instanceId : null },
-      );
-      writing.forEach((i, k) => (outcomes[i] = rows[k]));
-    }
-    return outcomes as Intaken[];
-  });
+  const relayer = batch[0].relayer;
+  const taking = batch.filter((w) => w.accepted.takesNonce).length;
+  let offset = 0n;
+  const rows = await insertTransactions(
+    rt,
+    batch.map((w) => ({
+      to: null,
+      data: null,
+      gasLimit: null,
+      gasPrice: null,
+      maxFeePerGas: null,
+      maxPriorityFeePerGas: null,
+      speed: null,
+      ...w.accepted.data,
+      id: randomUUID(),
+      relayerId: relayer.id,
+      networkType: w.type,
+      nonce: w.accepted.takesNonce ? offset++ : null,
+      request: w.accepted.request,
+      idempotencyKey: w.idempotencyKey,
+      requestDigest: w.digest,
+    })),
+    {
+      relayers: [relayer],
+      leaseOwner: rt.handOff ? rt.instanceId : null,
+      guard: {
+        sql: GUARD,
+        params: [taking, relayer.id, ...CHECKED.map((f) => checkParam(f, relayer[f]))],
+      },
+    },
+  );
+  if (rows.length === batch.length) return rows;
+  const [now] = await rt.db.read<Pick<Relayer, CheckedField> & { nextNonce: bigint | null }>(RELAYER_NOW, [relayer.id]);
+  const noNonce = now && sameChecks(relayer, now) && now.nextNonce === null;
+  return batch.map((w) => (noNonce && w.accepted.takesNonce ? 'no-nonce' : 'stale'));
 }

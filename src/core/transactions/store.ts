@@ -5,11 +5,12 @@
 // createManyAndReturn and findMany cost several times the database's own work per row. Statements
 // outside a database transaction (the claims, the API's reads) run on the database handle
 // (Database.read), which also skips Prisma's conversion of raw rows.
+import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { emitTransactionUpdates, writeWithEvents } from '../notifications/events.js';
+import { transactionUpdates } from '../notifications/events.js';
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
 export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
@@ -67,36 +68,55 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
 
-const INSERT_SQL = `INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
+/**
+ * The INSERT of new rows: each nonce is offset by `base`, the one row that statement `r` returns
+ * (nothing is written when it returns none).
+ */
+const insertSql = (r: string) => `WITH r AS (${r})
+  INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
   SELECT ${INSERTED.map(([f, , cast]) => {
-    const v = DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
+    const v = f === 'nonce' ? 'x."nonce" + r.base' : DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
     return cast ? `${v}::${cast}` : v;
   }).join(', ')}, now(),
     $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
-  FROM jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+  FROM r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
   ORDER BY n
   RETURNING ${TRANSACTION_COLUMNS}`;
+const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
 
 /**
  * Inserts rows in one statement and returns them as written, in the order given, with the webhook
  * delivery of each new row queued in the same database transaction (`relayers`: the relayer of
  * every row). With `leaseOwner` they are written leased to it (for LEASE_MS), to be worked on
- * without claiming them first.
+ * without claiming them first. With `guard` (an UPDATE of the relayer that returns `base`, its
+ * parameters numbered from $4), rows are written only if it returns its row, and their nonces are
+ * offsets from `base`: none is written when it returns none.
  */
 export async function insertTransactions(
-  db: Prisma.TransactionClient,
+  rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
   rows: NewTransaction[],
-  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null },
+  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement },
 ): Promise<Transaction[]> {
-  const json = recordsetJson(rows.map((r, n) => ({ ...r, n })));
-  const written = await db.$queryRawUnsafe<Transaction[]>(INSERT_SQL, json, opts.leaseOwner ?? null, String(LEASE_MS));
-  const byId = new Map(written.map((t) => [t.id, t]));
-  const inserted = rows.map((r) => byId.get(r.id)!);
-  const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
-  await emitTransactionUpdates(
-    db,
-    inserted.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
-  );
+  const insert = {
+    sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
+    params: [recordsetJson(rows.map((r, n) => ({ ...r, n }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
+  };
+  const notifies = opts.relayers.some((r) => r.notificationId);
+  let queued = false;
+  const inserted = await rt.db.transaction(async (tx) => {
+    // Without a notification, the insert alone, committed in the same round trip.
+    const [written] = (await tx.run([insert], { commit: !notifies })) as unknown as Transaction[][];
+    const byId = new Map(written.map((t) => [t.id, t]));
+    const rowsWritten = rows.flatMap((r) => byId.get(r.id) ?? []);
+    const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
+    const deliveries = notifies && transactionUpdates(rowsWritten.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })));
+    if (deliveries) {
+      await tx.run([deliveries], { commit: true });
+      queued = true;
+    }
+    return rowsWritten;
+  });
+  if (queued) rt.wakeDeliveries();
   return inserted;
 }
 
@@ -286,9 +306,13 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     updated_at: now,
     ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
-  const events = await writeWithEvents(rt, async (db) => {
+  const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner] };
+  // Without a change of status there is nothing to report: the UPDATE alone, committed with it.
+  const reports = rows.some(({ change, after }) => change.before.status !== after.status);
+  let queued = false;
+  const events = await rt.db.transaction(async (tx) => {
     // Each written row comes back with its relayer's notification, for the deliveries below.
-    const written = await db.$queryRawUnsafe<{ id: string; notificationId: string | null }[]>(saveStatement(fields), recordsetJson(values), owner);
+    const [written] = (await tx.run([save], { commit: !reports })) as { id: string; notificationId: string | null }[][];
     const notificationOf = new Map(written.map((w) => [w.id, w.notificationId]));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
@@ -301,12 +325,16 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       }
       reported.push(after);
     }
-    await emitTransactionUpdates(
-      db,
+    const deliveries = transactionUpdates(
       reported.map((transaction) => ({ relayer: { id: transaction.relayerId, notificationId: notificationOf.get(transaction.id)! }, transaction })),
     );
+    if (deliveries) {
+      await tx.run([deliveries], { commit: true });
+      queued = true;
+    }
     return reported;
   });
+  if (queued) rt.wakeDeliveries();
   for (const tx of events) publishTransaction(rt, tx);
   rt.metrics.statusChanged(events);
   return saved;
