@@ -342,6 +342,10 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     } finally {
       await set({ policies: {} });
     }
+    // A JSON null where SQL's NULL was (both read as null) is no change: the send goes through at once.
+    await svc.rt.db.query(`UPDATE relayers SET custom_rpc_urls = 'null'::jsonb WHERE id = $1`, [RELAYER]);
+    await sendOk(svc);
+    await svc.rt.db.query('UPDATE relayers SET custom_rpc_urls = NULL WHERE id = $1', [RELAYER]);
     // 50 concurrent sends while the relayer is paused halfway: each is either refused as paused or
     // written before the pause, never after it.
     const sends = Array.from({ length: 50 }, () => send(svc, { to: RECEIVER, value: '1' }));

@@ -214,4 +214,40 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       ['submitted', 1],
     ]);
   });
+
+  it('runs hand-written database transactions in batches: committed with the last batch or when done, rolled back by a throw or a failed statement', async () => {
+    await db.query('CREATE TABLE IF NOT EXISTS batch_probe (k text PRIMARY KEY, n int8, at timestamp(3))');
+    const keys = async () => (await db.query<{ k: string }>('SELECT k FROM batch_probe ORDER BY k')).map((r) => r.k);
+    const put = (k: string) => ({ sql: `INSERT INTO batch_probe VALUES ($1, 9007199254740993, '2030-01-02 03:04:05.678') RETURNING n, at`, params: [k] });
+
+    // The commit in the last batch; rows read as `read` reads them.
+    const rows = await db.transaction((tx) => tx.run([put('a'), { sql: 'SELECT count(*)::int AS c FROM batch_probe' }], { commit: true }));
+    expect(rows).toEqual([[{ n: 9007199254740993n, at: new Date('2030-01-02T03:04:05.678Z') }], [{ c: 1 }]]);
+    // Two batches, committed when the function returns; the second sees the first.
+    expect(
+      await db.transaction(async (tx) => {
+        await tx.run([put('b')]);
+        return (await tx.run([{ sql: 'SELECT count(*)::int AS c FROM batch_probe' }]))[0];
+      }),
+    ).toEqual([{ c: 2 }]);
+    // A throw after a batch rolls it back.
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.run([put('c')]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    // A failed statement rolls back the whole transaction, the batches before it included, and fails as a unique violation.
+    const failed = await db
+      .transaction(async (tx) => {
+        await tx.run([put('d')]);
+        await tx.run([put('e'), put('a')], { commit: true });
+      })
+      .catch((e) => e);
+    expect(isUniqueViolation(failed)).toBe(true);
+    expect(await keys()).toEqual(['a', 'b']);
+    // The database is free for the next one.
+    await db.transaction((tx) => tx.run([put('f')]));
+    expect(await keys()).toEqual(['a', 'b', 'f']);
+  });
 });

@@ -109,7 +109,7 @@ const sameChecks = (a: Pick<Relayer, CheckedField>, b: Pick<Relayer, CheckedFiel
 /** How many requests at the head of the queue were checked against the same relayer (one batch). */
 function checkedTogether(items: Waiting[]): number {
   let n = 1;
-  while (n < Math.min(items.length, MAX_BATCH) && sameChecks(items[n].relayer, items[0].relayer)) n++;
+  while (n < Math.min(items.length, MAX_BATCH) && (items[n].relayer === items[0].relayer || sameChecks(items[n].relayer, items[0].relayer))) n++;
   return n;
 }
 
