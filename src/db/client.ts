@@ -129,6 +129,7 @@ export async function openDatabase(opts: {
 async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let open = false;
+  let ended = false;
   const finish = async (sql: 'COMMIT' | 'ROLLBACK') => {
     open = false;
     await client.query(sql);
@@ -136,13 +137,16 @@ async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>):
   try {
     const result = await fn({
       async run(statements, opts) {
-        if (!open) {
+        if (ended) throw new Error('the transaction has ended');
+        ended = !!opts?.commit;
+        // A single statement committed at once needs no BEGIN and COMMIT around it: it is atomic.
+        if (!open && !(ended && statements.length === 1)) {
           await client.query('BEGIN');
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
         for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes })).rows);
-        if (opts?.commit) await finish('COMMIT');
+        if (open && ended) await finish('COMMIT');
         return rows;
       },
     });

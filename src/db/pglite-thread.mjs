@@ -57,6 +57,11 @@ async function end(id, commit) {
  * them. A failed statement rolls the transaction back. The whole batch is one message each way.
  */
 async function batch(m) {
+  // A single statement committed at once needs no transaction around it: it is atomic.
+  if (m.tx === undefined && m.commit && m.statements.length === 1) {
+    const [s] = m.statements;
+    return { tx: 0, results: [result(await pg.query(s.sql, s.params, RAW))] };
+  }
   const id = m.tx ?? (await begin());
   const results = [];
   try {
