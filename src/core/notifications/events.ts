@@ -21,6 +21,31 @@ export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>
 }
 
 /**
+ * writeWithEvents for hand-written SQL on the database handle: `write`, then in the same database
+ * transaction the deliveries `report` makes of its rows; the sender is woken once it has committed.
+ * With `silent` (nothing it writes can be reported), `write` commits in its own round trip.
+ */
+export async function writeReporting<T>(
+  rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
+  write: Statement,
+  silent: boolean,
+  report: (rows: Record<string, unknown>[]) => { result: T; deliveries: Statement | null },
+): Promise<T> {
+  let queued = false;
+  const result = await rt.db.transaction(async (tx) => {
+    const [rows] = await tx.run([write], { commit: silent });
+    const { result, deliveries } = report(rows);
+    if (deliveries) {
+      await tx.run([deliveries], { commit: true });
+      queued = true;
+    }
+    return result;
+  });
+  if (queued) rt.wakeDeliveries();
+  return result;
+}
+
+/**
  * Queues a webhook delivery for the relayer's notification, inside the caller's database
  * transaction: the delivery exists if and only if the change it reports was committed.
  */

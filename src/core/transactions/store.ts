@@ -10,7 +10,7 @@ import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { transactionUpdates } from '../notifications/events.js';
+import { transactionUpdates, writeReporting } from '../notifications/events.js';
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
 export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
@@ -102,22 +102,13 @@ export async function insertTransactions(
     params: [recordsetJson(rows.map((r, n) => ({ ...r, n }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
-  let queued = false;
-  const inserted = await rt.db.transaction(async (tx) => {
-    // Without a notification, the insert alone, committed in the same round trip.
-    const [written] = (await tx.run([insert], { commit: !notifies })) as unknown as Transaction[][];
-    const byId = new Map(written.map((t) => [t.id, t]));
-    const rowsWritten = rows.flatMap((r) => byId.get(r.id) ?? []);
-    const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
-    const deliveries = notifies && transactionUpdates(rowsWritten.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })));
-    if (deliveries) {
-      await tx.run([deliveries], { commit: true });
-      queued = true;
-    }
-    return rowsWritten;
+  const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
+  // Without a notification, the insert alone, committed in the same round trip.
+  return writeReporting(rt, insert, !notifies, (returned) => {
+    const byId = new Map((returned as unknown as Transaction[]).map((t) => [t.id, t]));
+    const written = rows.flatMap((r) => byId.get(r.id) ?? []);
+    return { result: written, deliveries: transactionUpdates(written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction }))) };
   });
-  if (queued) rt.wakeDeliveries();
-  return inserted;
 }
 
 /** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */
@@ -308,12 +299,10 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
   }));
   const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner] };
   // Without a change of status there is nothing to report: the UPDATE alone, committed with it.
-  const reports = rows.some(({ change, after }) => change.before.status !== after.status);
-  let queued = false;
-  const events = await rt.db.transaction(async (tx) => {
-    // Each written row comes back with its relayer's notification, for the deliveries below.
-    const [written] = (await tx.run([save], { commit: !reports })) as { id: string; notificationId: string | null }[][];
-    const notificationOf = new Map(written.map((w) => [w.id, w.notificationId]));
+  const silent = rows.every(({ change, after }) => change.before.status === after.status);
+  const events = await writeReporting(rt, save, silent, (returned) => {
+    // Each written row comes back with its relayer's notification, for the deliveries.
+    const notificationOf = new Map((returned as { id: string; notificationId: string | null }[]).map((w) => [w.id, w.notificationId]));
     const reported: Transaction[] = [];
     for (const { change, after } of rows) {
       if (!notificationOf.has(after.id)) continue;
@@ -328,13 +317,8 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     const deliveries = transactionUpdates(
       reported.map((transaction) => ({ relayer: { id: transaction.relayerId, notificationId: notificationOf.get(transaction.id)! }, transaction })),
     );
-    if (deliveries) {
-      await tx.run([deliveries], { commit: true });
-      queued = true;
-    }
-    return reported;
+    return { result: reported, deliveries };
   });
-  if (queued) rt.wakeDeliveries();
   for (const tx of events) publishTransaction(rt, tx);
   rt.metrics.statusChanged(events);
   return saved;
