@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { bytesToHex, parseTransaction, recoverTransactionAddress, type TransactionSerializable } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
+import { signRecoverable } from 'tiny-secp256k1';
 import { createLocalSigner } from '../../src/signers/index.js';
+import { nativeSign } from '../../src/signers/secp256k1.js';
 
 const TXS: TransactionSerializable[] = [
   {
@@ -40,6 +42,18 @@ describe('EVM transaction signing', () => {
         expect(await recoverTransactionAddress({ serializedTransaction: raw as never })).toBe(ours.address);
         expect(parseTransaction(raw).nonce).toBe(tx.nonce);
       }
+    }
+  });
+
+  it('signs with the native libsecp256k1 here, byte for byte as its WebAssembly build does', () => {
+    const native = nativeSign();
+    expect(native, 'the native addon of package secp256k1 did not load').toBeDefined();
+    for (let i = 0; i < 200; i++) {
+      const [digest, key] = [randomBytes(32), randomBytes(32)];
+      const ours = native!(digest, key);
+      const wasm = signRecoverable(digest, key);
+      expect(bytesToHex(ours.signature)).toBe(bytesToHex(wasm.signature));
+      expect(ours.recoveryId).toBe(wasm.recoveryId);
     }
   });
 });
