@@ -7,5 +7,22 @@ export const columnOf = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.
  */
 export const columnsAs = (fields: readonly string[]) => fields.map((f) => `"${columnOf(f)}" AS "${f}"`).join(', ');
 
-/** The JSON a `jsonb_to_recordset($n::jsonb)` parameter is sent as: dates as ISO strings, bigints as decimal strings. */
-export const recordsetJson = (rows: unknown) => JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+/**
+ * The JSON a `jsonb_to_recordset($n::jsonb)` parameter is sent as: dates as ISO strings, bigints
+ * (top-level fields: a JSON column holds none) as decimal strings. Without a replacer function,
+ * which would be called for every value down to the last nested one.
+ */
+export function recordsetJson(rows: readonly Record<string, unknown>[]): string {
+  return JSON.stringify(
+    rows.map((row) => {
+      let out = row;
+      for (const k in row) {
+        const v = row[k];
+        if (typeof v !== 'bigint') continue;
+        if (out === row) out = { ...row };
+        out[k] = v.toString();
+      }
+      return out;
+    }),
+  );
+}

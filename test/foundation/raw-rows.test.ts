@@ -85,6 +85,22 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(written[1]).toMatchObject({ value: '0', to: null, nonce: null, speed: null });
   });
 
+  it('returns rows written leased, born final or offset by a guard exactly as Prisma reads them', async () => {
+    const leased = await insertTransactions(handle(), [{ ...full(40n), idempotencyKey: null }], { ...NO_HOOK, leaseOwner: 'me' });
+    const final = await insertTransactions(
+      handle(),
+      [{ ...full(41n), idempotencyKey: null, status: 'canceled', statusReason: 'why', chainState: { phase: 'done', list: [1] } }],
+      NO_HOOK,
+    );
+    const guard = { sql: `UPDATE relayers SET name = name WHERE id = $4 RETURNING 100::bigint AS base`, params: ['r'] };
+    const offset = await insertTransactions(handle(), [{ ...full(2n), idempotencyKey: null }], { ...NO_HOOK, guard });
+    expect(leased[0]).toMatchObject({ leaseOwner: 'me', status: 'pending' });
+    expect(leased[0].leaseUntil!.getTime()).toBeGreaterThan(Date.now());
+    expect(final[0]).toMatchObject({ status: 'canceled', statusReason: 'why', leaseOwner: null, leaseUntil: null });
+    expect(offset[0].nonce).toBe(102n);
+    for (const t of [...leased, ...final, ...offset]) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
+  });
+
   it('reports a repeated idempotency key as a unique violation', async () => {
     const first = { ...full(20n), idempotencyKey: 'dup' };
     await insertTransactions(handle(), [first], NO_HOOK);

@@ -68,6 +68,29 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
 
+/** What the database fills in on a new row; the rest is as given (see writtenRow). */
+const FILLED = ['id', 'nonce', 'createdAt', 'updatedAt', 'dueAt', 'leaseUntil'] as const;
+
+/** A new row as the INSERT wrote it: the fields given, the database's defaults, `filled` as it returned them. */
+function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)[number]>, leaseOwner: string | null): Transaction {
+  return {
+    ...r,
+    ...filled,
+    value: r.value ?? '0',
+    status: r.status ?? 'pending',
+    statusReason: r.statusReason ?? null,
+    chainState: (r.chainState ?? null) as Transaction['chainState'],
+    request: r.request as Transaction['request'],
+    sentAt: null,
+    confirmedAt: null,
+    hash: null,
+    hashes: [],
+    signature: null,
+    attempts: 0,
+    leaseOwner: filled.leaseUntil ? leaseOwner : null,
+  };
+}
+
 /**
  * The INSERT of new rows: each nonce is offset by `base`, the one row that statement `r` returns
  * (nothing is written when it returns none).
@@ -81,7 +104,7 @@ const insertSql = (r: string) => `WITH r AS (${r})
     $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
   FROM r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
   ORDER BY n
-  RETURNING ${TRANSACTION_COLUMNS}`;
+  RETURNING ${columnsAs(FILLED)}`;
 const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
 
 /**
@@ -105,8 +128,11 @@ export async function insertTransactions(
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
   // Without a notification, the insert alone, committed in the same round trip.
   return writeReporting(rt, insert, !notifies, (returned) => {
-    const byId = new Map((returned as unknown as Transaction[]).map((t) => [t.id, t]));
-    const written = rows.flatMap((r) => byId.get(r.id) ?? []);
+    const byId = new Map((returned as Pick<Transaction, (typeof FILLED)[number]>[]).map((t) => [t.id, t]));
+    const written = rows.flatMap((r) => {
+      const filled = byId.get(r.id);
+      return filled ? [writtenRow(r, filled, opts.leaseOwner ?? null)] : [];
+    });
     return { result: written, deliveries: transactionUpdates(written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction }))) };
   });
 }
