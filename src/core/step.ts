@@ -8,6 +8,7 @@ import type { Decision, Effect, Steps } from './transactions/family.js';
 import { familyOf } from './transactions/family.js';
 import { releaseTransactions, saveTransactions } from './transactions/store.js';
 import type { Runtime } from './runtime.js';
+import { slot } from './state.js';
 
 /** A step that keeps asking for effects is cut off after this many rounds (each row is looked at again later). */
 const MAX_ROUNDS = 8;
@@ -21,33 +22,87 @@ type AnySteps = Steps<unknown, unknown, Effect, unknown, Decision>;
 /** Advances leased rows by one step: grouped by relayer, each group through its family's steps. */
 export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promise<void> {
   const groups = new Map<string, Transaction[]>();
-  for (const tx of rows) groups.set(tx.relayerId, [...(groups.get(tx.relayerId) ?? []), tx]);
-  const relayers = new Map((await rt.prisma.relayer.findMany({ where: { id: { in: [...groups.keys()] } } })).map((r) => [r.id, r]));
-  await Promise.all(
-    [...groups].map(async ([relayerId, group]) => {
-      const relayer = relayers.get(relayerId);
-      const family = familyOf(group[0].networkType);
-      try {
-        if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);
-        await runStep(rt, group[0].networkType, family.steps, relayer, group);
-      } catch (err) {
-        rt.log.error({ err, relayerId, transactions: group.length }, 'transaction step failed; retrying later');
-        await releaseTransactions(
-          rt,
-          group.map((tx) => ({ tx, dueAt: new Date(Date.now() + RETRY_MS) })),
-        );
-      }
-    }),
-  );
+  for (const tx of rows) {
+    const group = groups.get(tx.relayerId);
+    if (group) group.push(tx);
+    else groups.set(tx.relayerId, [tx]);
+  }
+  // Each relayer's turn is taken before anything is awaited, so steps send in the order they began.
+  const turns = new Map([...groups.keys()].map((id) => [id, takeTurn(rt, id)]));
+  try {
+    const relayers = new Map((await rt.prisma.relayer.findMany({ where: { id: { in: [...groups.keys()] } } })).map((r) => [r.id, r]));
+    await Promise.all(
+      [...groups].map(async ([relayerId, group]) => {
+        const relayer = relayers.get(relayerId);
+        const family = familyOf(group[0].networkType);
+        try {
+          if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);
+          await runStep(rt, group[0].networkType, family.steps, relayer, group, turns.get(relayerId));
+        } catch (err) {
+          rt.log.error({ err, relayerId, transactions: group.length }, 'transaction step failed; retrying later');
+          await releaseTransactions(
+            rt,
+            group.map((tx) => ({ tx, dueAt: new Date(Date.now() + RETRY_MS) })),
+          );
+        }
+      }),
+    );
+  } finally {
+    for (const turn of turns.values()) turn.end();
+  }
 }
 
-/** One step of one relayer's rows through `steps` (exported for tests with a family of their own). */
+// Steps of one relayer may overlap (the worker runs a few at once), but a step sends only once
+// every step of that relayer begun before it has ended: the relayer's transactions reach the node
+// in the order their steps began, which is nonce order, as a node's pool expects (one that gets a
+// nonce before the ones below it may park or drop it).
+// Per relayer: a promise that settles once every step begun so far has ended.
+const ENDED = slot('steps begun per relayer', () => new Map<string, Promise<void>>());
+
+interface Turn {
+  /** Settles once every step of the relayer begun before this one has ended. */
+  before: Promise<void>;
+  end(): void;
+}
+
+function takeTurn(rt: Runtime, relayerId: string): Turn {
+  const ended = rt.state(ENDED);
+  const before = ended.get(relayerId) ?? Promise.resolve();
+  let end!: () => void;
+  const own = new Promise<void>((resolve) => (end = resolve));
+  const all = Promise.all([before, own]).then(() => {
+    if (ended.get(relayerId) === all) ended.delete(relayerId);
+  });
+  ended.set(relayerId, all);
+  return { before, end };
+}
+
+/**
+ * One step of one relayer's rows through `steps`, in `turn` (taken here when not given; exported
+ * for tests with a family of their own).
+ */
 export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
   rt: Runtime,
   family: string,
   steps: Steps<C, S, E, R, D>,
   relayer: Relayer,
   rows: Transaction[],
+  turn: Turn = takeTurn(rt, relayer.id),
+): Promise<void> {
+  try {
+    await stepInTurn(rt, family, steps, relayer, rows, turn.before);
+  } finally {
+    turn.end();
+  }
+}
+
+async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
+  rt: Runtime,
+  family: string,
+  steps: Steps<C, S, E, R, D>,
+  relayer: Relayer,
+  rows: Transaction[],
+  before: Promise<void>,
 ): Promise<void> {
   const c = steps.context(rt, relayer);
   let ds = steps.decide(rows, await steps.observe(c, rows), new Date());
@@ -65,6 +120,7 @@ export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
     const points = (d: D) => d.effects.filter((e) => e.stage === 'send' && e.point).map((e) => `${family}.${e.point}`);
     ds = await write(rt, ds, (d) => sending(d) && Object.keys(d.patch).length > 0, false);
     for (const p of ds.filter(sending).flatMap(points)) rt.crash(`${p}.saved`);
+    await before;
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage === 'send');
   }
   ds = await write(rt, ds, () => true, true);

@@ -18,6 +18,12 @@ const MAX_HANDED = 2_000;
 const LEASE_MARGIN_MS = 5_000;
 /** The worker's poll for due rows when idle; while rows are handed to it, it claims due ones this often. */
 const POLL_MS = 250;
+/**
+ * Steps in flight at once. A step spends most of its time waiting (on the node, on the database),
+ * so the next one reads, signs and writes meanwhile; steps of one relayer still send in the order
+ * they began (core/step.ts).
+ */
+const STEPS = 3;
 
 /**
  * Works every accepted transaction to a final state: takes the rows handed to it (already leased
@@ -32,8 +38,13 @@ function startTransactionWorker(rt: Runtime) {
     );
   let handed: Transaction[] = [];
   let claimedAt = 0;
+  const running = new Set<Promise<void>>();
   const loop = startLoop(
     async () => {
+      if (running.size >= STEPS) {
+        await Promise.race(running);
+        return true;
+      }
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
       if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimedAt >= POLL_MS)) {
@@ -42,7 +53,13 @@ function startTransactionWorker(rt: Runtime) {
         txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }
       if (txs.length === 0) return false;
-      await stepTransactions(rt, txs);
+      const step: Promise<void> = stepTransactions(rt, txs)
+        .catch((err) => rt.log.error({ err }, 'transaction worker error'))
+        .finally(() => {
+          running.delete(step);
+          loop.wake();
+        });
+      running.add(step);
       return txs.length === BATCH || handed.length > 0;
     },
     { idleMs: POLL_MS, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
@@ -58,6 +75,7 @@ function startTransactionWorker(rt: Runtime) {
     },
     async stop() {
       await loop.stop();
+      await Promise.all(running);
       // What was handed over and not worked on is due again for any instance.
       const left = handed;
       handed = [];

@@ -116,4 +116,27 @@ describe('the core step', () => {
     expect(after.dueAt!.getTime()).toBeGreaterThan(Date.now());
     expect(log).toEqual(['observe 1']);
   });
+
+  it('runs steps of one relayer side by side, but sends in the order they began', async () => {
+    log.length = 0;
+    const [first, second] = [await leasedRow(), await leasedRow()];
+    // The first step is slow to observe: the second gets ahead of it until it has to send.
+    const slow: Steps<null, string, E, R, Decision<E>> = {
+      ...family,
+      async observe(c, rows) {
+        if (rows[0].id === first.id) await new Promise((r) => setTimeout(r, 300));
+        return family.observe(c, rows);
+      },
+      async perform(c, todo) {
+        for (const { effect, d } of todo) log.push(`${effect.name} ${d.tx.id === first.id ? 'first' : 'second'}`);
+        return family.perform(c, todo);
+      },
+    };
+    const relayer = await relayerOf();
+    await Promise.all([runStep(svc.rt, 'fake', slow, relayer, [first]), runStep(svc.rt, 'fake', slow, relayer, [second])]);
+    const steps = log.filter((l) => /^(sign|send) (first|second)$/.test(l));
+    // The second signs (and writes) before the first has observed, and sends only after the first has ended.
+    expect(steps).toEqual(['sign second', 'sign first', 'send first', 'send second']);
+    for (const tx of [first, second]) expect(await row(tx.id)).toMatchObject({ status: 'submitted', leaseOwner: null });
+  });
 });
