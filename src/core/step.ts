@@ -19,6 +19,8 @@ const SOON_MS = 250;
 
 type AnySteps = Steps<unknown, unknown, Effect, unknown, Decision>;
 
+const byNonce = (a: Transaction, b: Transaction) => (a.nonce === b.nonce ? 0 : a.nonce === null ? 1 : b.nonce === null ? -1 : a.nonce < b.nonce ? -1 : 1);
+
 /** Advances leased rows by one step: grouped by relayer, each group through its family's steps. */
 export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promise<void> {
   const groups = new Map<string, Transaction[]>();
@@ -27,6 +29,8 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promis
     if (group) group.push(tx);
     else groups.set(tx.relayerId, [tx]);
   }
+  // In nonce order: a step sends its rows in this order (rows without a nonce keep theirs, last).
+  for (const group of groups.values()) group.sort(byNonce);
   // Each relayer's turn is taken before anything is awaited, so steps send in the order they began.
   const turns = new Map([...groups.keys()].map((id) => [id, takeTurn(rt, id)]));
   try {
