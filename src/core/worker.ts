@@ -39,6 +39,7 @@ function startTransactionWorker(rt: Runtime) {
   let handed: Transaction[] = [];
   let claimedAt = 0;
   const running = new Set<Promise<void>>();
+  const failed = (err: unknown) => rt.log.error({ err }, 'transaction worker error');
   const loop = startLoop(
     async () => {
       if (running.size >= STEPS) {
@@ -54,7 +55,7 @@ function startTransactionWorker(rt: Runtime) {
       }
       if (txs.length === 0) return false;
       const step: Promise<void> = stepTransactions(rt, txs)
-        .catch((err) => rt.log.error({ err }, 'transaction worker error'))
+        .catch(failed)
         .finally(() => {
           running.delete(step);
           loop.wake();
@@ -62,7 +63,7 @@ function startTransactionWorker(rt: Runtime) {
       running.add(step);
       return txs.length === BATCH || handed.length > 0;
     },
-    { idleMs: POLL_MS, onError: (err) => rt.log.error({ err }, 'transaction worker error') },
+    { idleMs: POLL_MS, onError: failed },
   );
   return {
     wake: loop.wake,

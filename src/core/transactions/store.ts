@@ -68,7 +68,7 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
 
-/** What the database fills in on a new row; the rest is as given (see writtenRow). */
+/** What the database fills in on a new row, and the id to match it by; the rest is as given (see writtenRow). */
 const FILLED = ['id', 'nonce', 'createdAt', 'updatedAt', 'dueAt', 'leaseUntil'] as const;
 
 /** A new row as the INSERT wrote it: the fields given, the database's defaults, `filled` as it returned them. */
@@ -87,7 +87,7 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
     hashes: [],
     signature: null,
     attempts: 0,
-    leaseOwner: filled.leaseUntil ? leaseOwner : null,
+    leaseOwner,
   };
 }
 
