@@ -19,7 +19,9 @@ const SOON_MS = 250;
 
 type AnySteps = Steps<unknown, unknown, Effect, unknown, Decision>;
 
-const byNonce = (a: Transaction, b: Transaction) => (a.nonce === b.nonce ? 0 : a.nonce === null ? 1 : b.nonce === null ? -1 : a.nonce < b.nonce ? -1 : 1);
+/** Rows in nonce order, rows without a nonce last. */
+export const byNonce = (a: Transaction, b: Transaction) =>
+  a.nonce === b.nonce ? 0 : a.nonce === null ? 1 : b.nonce === null ? -1 : a.nonce < b.nonce ? -1 : 1;
 
 /** Advances leased rows by one step: grouped by relayer, each group through its family's steps. */
 export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promise<void> {

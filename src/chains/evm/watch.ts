@@ -1,3 +1,4 @@
+import { byNonce } from '../../core/step.js';
 import { claimBelowNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
@@ -37,7 +38,7 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
 async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
   if (!rt.handOff) return; // the worker stopped
   const rows = await claimBelowNonce(rt, relayerId, latest);
-  if (rows.length > 0) rt.handOff(rows.sort((a, b) => (a.nonce! < b.nonce! ? -1 : 1)));
+  if (rows.length > 0) rt.handOff(rows.sort(byNonce));
 }
 
 function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
