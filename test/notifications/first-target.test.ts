@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { evmConfig, startTestService, type TestService } from '../support/service.js';
+import { statusesFor } from './helpers.js';
 import { startReceiver, waitFor } from './receiver.js';
 
 // A service started without any notification skips its webhook claims until one exists; the
@@ -34,7 +35,7 @@ it('a service with no notification at start delivers once one is created and lin
   });
   expect(sent.status).toBe(200);
   const { data } = (await sent.json()) as { data: { id: string } };
-  const statuses = () => receiver.received.filter((r) => r.body?.payload?.id === data.id).map((r) => r.body.payload.status);
+  const statuses = () => statusesFor(receiver.received, data.id);
   await waitFor(() => statuses().includes('confirmed'), 'the confirmed webhook', 30_000);
   expect(statuses()[0]).toBe('pending');
   expect(new Set(statuses()).size).toBe(statuses().length);
