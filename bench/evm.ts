@@ -10,8 +10,9 @@
 // median is reported. The relayer runs as its own process (`src/main.ts`) on PGlite, or on
 // PostgreSQL with --postgres <url>.
 //
-// Each round also prints the CPU time the service and anvil spent per relayed transaction (from
-// /proc), a figure that, unlike the rates, hardly moves when other work loads the machine.
+// Each round also prints the CPU time the service, anvil and this client spent per relayed
+// transaction (from /proc), a figure that moves less than the rates when other work loads the
+// machine.
 //
 // A round is sized in blocks: by default 20 blocks' worth of transfers (the block gas limit over
 // 21,000 gas, read from the chain), so one missed block moves a round's ratio by at most
@@ -240,14 +241,14 @@ async function throughRelayer(
   anvilUrl: string,
   n: number,
   already: number,
-): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number }> {
+): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number; clientCpuMs: number }> {
   freshConnections();
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
   await nextBlock(anvilUrl);
   const t0 = performance.now();
   const b0 = await blockNumber(anvilUrl);
-  const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid)];
+  const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid), cpuMs(process.pid)];
   let failed = 0;
   await pool(n, C, async (i) => {
     const res = await post(`${url}/api/v1/relayers/bench/transactions`, { to: RECEIVER, value: i + 1 }, { authorization: `Bearer ${API_KEY}` }, false);
@@ -267,6 +268,7 @@ async function throughRelayer(
     blocks,
     serviceCpuMs: (cpuMs(relayer?.child.pid) - cpu0[0]) / n,
     anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0[1]) / n,
+    clientCpuMs: (cpuMs(process.pid) - cpu0[2]) / n,
   };
 }
 
@@ -288,7 +290,7 @@ try {
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
-  const rounds: { chain: number; chainBlocks: number; accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number }[] = [];
+  const rounds: ({ chain: number; chainBlocks: number } & Awaited<ReturnType<typeof throughRelayer>>)[] = [];
   let done = warm;
   for (let r = 0; r < Number(args.rounds); r++) {
     const { rate: chain, blocks: chainBlocks } = await direct(anvil.url, 1 + (r % 3));
@@ -306,7 +308,7 @@ try {
   );
   for (const [i, r] of rounds.entries()) {
     console.log(
-      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms`,
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms, this client ${r.clientCpuMs.toFixed(2)} ms`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);

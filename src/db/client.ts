@@ -5,9 +5,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { openThreadedPGlite, type Statement, type ThreadedPGlite } from './pglite-thread.js';
+import { type Commit, openThreadedPGlite, type Statement, type ThreadedPGlite } from './pglite-thread.js';
 
-export type { Statement };
+export type { Commit, Statement };
 import { applyMigrations } from './schema-engine.js';
 
 export type Db = PrismaClient;
@@ -35,8 +35,12 @@ export interface Database {
 
 export interface Batches {
   /** Runs `statements` in order; the rows of each read as `read`'s. */
-  run(statements: Statement[], opts?: { commit?: boolean }): Promise<Record<string, unknown>[][]>;
+  run(statements: Statement[], opts?: { commit?: Commit }): Promise<Record<string, unknown>[][]>;
 }
+
+/** Whether `commit` commits after a batch whose last statement returned `rows`. */
+export const commits = (commit: Commit | undefined, rows: Record<string, unknown>[] | undefined): boolean =>
+  typeof commit === 'object' ? !(rows ?? []).some((r) => r[commit.unlessSet] !== null) : !!commit;
 
 export interface ReadOptions {
   /**
@@ -138,14 +142,14 @@ async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>):
     const result = await fn({
       async run(statements, opts) {
         if (ended) throw new Error('the transaction has ended');
-        ended = !!opts?.commit;
         // A single statement committed at once needs no BEGIN and COMMIT around it: it is atomic.
-        if (!open && !(ended && statements.length === 1)) {
+        if (!open && !(opts?.commit === true && statements.length === 1)) {
           await client.query('BEGIN');
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
         for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes })).rows);
+        ended = commits(opts?.commit, rows.at(-1));
         if (open && ended) await finish('COMMIT');
         return rows;
       },
@@ -176,7 +180,7 @@ async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) =>
         open = false; // a failed batch rolls the transaction back on the database's side
         const r = await pglite.batch(statements, { tx, commit: opts?.commit, parsers: pgliteParsers });
         tx = r.tx;
-        open = !opts?.commit;
+        open = !r.committed;
         return r.results.map((x) => x.rows as Record<string, unknown>[]);
       },
     });

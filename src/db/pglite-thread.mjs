@@ -212,14 +212,24 @@ async function end(id, commit) {
 }
 
 /**
+ * Whether a batch commits after its statements (db/client.ts's Commit): `commit` true, or an object
+ * naming a column that every row the last statement returned has, null (rows here are arrays).
+ */
+function commits(commit, last) {
+  if (typeof commit !== 'object' || commit === null) return !!commit;
+  const at = last.fields.findIndex((f) => f.name === commit.unlessSet);
+  return last.rows.every((r) => at >= 0 && r[at] === null);
+}
+
+/**
  * Statements in order in transaction `m.tx`, or in a new one; with `m.commit` it commits after
  * them. A failed statement rolls the transaction back. The whole batch is one message each way.
  */
 async function batch(m) {
   // A single statement committed at once needs no transaction around it: it is atomic.
-  if (m.tx === undefined && m.commit && m.statements.length === 1) {
+  if (m.tx === undefined && m.commit === true && m.statements.length === 1) {
     const [s] = m.statements;
-    return { tx: 0, results: [await statement(undefined, s.sql, s.params)] };
+    return { tx: 0, results: [await statement(undefined, s.sql, s.params)], committed: true };
   }
   const id = m.tx ?? (await begin());
   const results = [];
@@ -229,8 +239,9 @@ async function batch(m) {
     await end(id, false);
     throw e;
   }
-  if (m.commit) await end(id, true);
-  return { tx: id, results };
+  const committed = commits(m.commit, results.at(-1));
+  if (committed) await end(id, true);
+  return { tx: id, results, committed };
 }
 
 const on = (tx) => (tx === undefined ? pg : open.get(tx).tx);

@@ -59,15 +59,22 @@ export interface Statement {
   params?: unknown[];
 }
 
+/**
+ * Whether a batch commits the transaction after its statements: always, never, or when every row the
+ * last statement returned has column `unlessSet`, null (what would follow depends on those rows;
+ * without any, committing in the same round trip spares a transaction held open for nothing).
+ */
+export type Commit = boolean | { unlessSet: string };
+
 export interface ThreadedPGlite {
   query: PGlite['query'];
   exec: PGlite['exec'];
   transaction: PGlite['transaction'];
   /**
-   * Statements in order, in transaction `tx` or a new one, sent to the thread as one message; with
-   * `commit` the transaction commits after them. A failed statement rolls the transaction back.
+   * Statements in order, in transaction `tx` or a new one, sent to the thread as one message; as
+   * `commit` says, the transaction commits after them. A failed statement rolls the transaction back.
    */
-  batch(statements: Statement[], opts: { tx?: number; commit?: boolean; parsers?: Parsers }): Promise<{ tx: number; results: Results[] }>;
+  batch(statements: Statement[], opts: { tx?: number; commit?: Commit; parsers?: Parsers }): Promise<{ tx: number; results: Results[]; committed: boolean }>;
   /** Ends transaction `tx` (one a batch opened); nothing when it has ended already. */
   end(tx: number, commit: boolean): Promise<void>;
   readonly closed: boolean;
@@ -126,8 +133,8 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
 
   return {
     async batch(statements, { tx, commit, parsers }) {
-      const r = await call<{ tx: number; results: Raw[] }>({ op: 'batch', tx, commit, statements });
-      return { tx: r.tx, results: r.results.map((raw) => parse(raw, defaults, { parsers })) };
+      const r = await call<{ tx: number; results: Raw[]; committed: boolean }>({ op: 'batch', tx, commit, statements });
+      return { tx: r.tx, results: r.results.map((raw) => parse(raw, defaults, { parsers })), committed: r.committed };
     },
     end: (tx, commit) => call({ op: 'end', tx, commit }),
     query: ((sql: string, params?: unknown[], opts?: QueryOptions) => query(undefined, sql, params, opts)) as PGlite['query'],

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/client.js';
+import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
@@ -265,5 +265,35 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     // The database is free for the next one.
     await db.transaction((tx) => tx.run([put('f')]));
     expect(await keys()).toEqual(['a', 'b', 'f']);
+  });
+
+  it('commits a batch that asks to unless a row it returned names what would follow (a column set), else keeps the transaction open', async () => {
+    await db.query('CREATE TABLE IF NOT EXISTS commit_probe (k text PRIMARY KEY, tag text)');
+    const keys = async () => (await db.query<{ k: string }>('SELECT k FROM commit_probe ORDER BY k')).map((r) => r.k);
+    const put = (k: string, tag: string | null) => ({ sql: 'INSERT INTO commit_probe VALUES ($1, $2) RETURNING k, tag', params: [k, tag] });
+    const unless = { commit: { unlessSet: 'tag' } };
+    const thenThrow = (statements: Statement[]) =>
+      db.transaction(async (tx) => {
+        await tx.run(statements, unless);
+        throw new Error('after the batch');
+      });
+
+    // No row names one: committed with the batch (a throw after it changes nothing), and it ends the transaction.
+    await expect(thenThrow([put('a', null)])).rejects.toThrow('after the batch');
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.run([put('b', null)], unless);
+        await tx.run([put('x', null)]);
+      }),
+    ).rejects.toThrow('the transaction has ended');
+    // A row of the last statement names one: still open, so a throw rolls it back and a later batch commits it.
+    await expect(thenThrow([put('c', 't')])).rejects.toThrow('after the batch');
+    await db.transaction(async (tx) => {
+      await tx.run([put('d', null), put('e', 't')], unless);
+      await tx.run([put('f', null)], { commit: true });
+    });
+    // Rows without the column are never taken for rows that name nothing.
+    await expect(thenThrow([{ sql: 'INSERT INTO commit_probe VALUES ($1) RETURNING k', params: ['g'] }])).rejects.toThrow('after the batch');
+    expect(await keys()).toEqual(['a', 'b', 'd', 'e', 'f']);
   });
 });

@@ -324,9 +324,10 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
   const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner] };
-  // Without a change of status there is nothing to report: the UPDATE alone, committed with it.
+  // Without a change of status there is nothing to report, and without a notification no one to
+  // report it to: the UPDATE alone, committed with it.
   const silent = rows.every(({ change, after }) => change.before.status === after.status);
-  const events = await writeReporting(rt, save, silent, (returned) => {
+  const events = await writeReporting(rt, save, silent || { unlessSet: 'notificationId' }, (returned) => {
     // Each written row comes back with its relayer's notification, for the deliveries.
     const notificationOf = new Map((returned as { id: string; notificationId: string | null }[]).map((w) => [w.id, w.notificationId]));
     const reported: Transaction[] = [];
