@@ -132,6 +132,11 @@ export async function openDatabase(opts: {
 
 async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no listener of the pool's: a server that goes away while it is held
+  // would otherwise end the process (the statement in flight, if any, fails on its own).
+  let lost: Error | undefined;
+  const onLost = (err: Error) => (lost ??= err);
+  client.on('error', onLost);
   let open = false;
   let ended = false;
   const finish = async (sql: 'COMMIT' | 'ROLLBACK') => {
@@ -155,16 +160,20 @@ async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>):
       },
     });
     if (open) await finish('COMMIT');
-    client.release();
+    client.off('error', onLost);
+    client.release(lost);
     return result;
   } catch (e) {
     // A connection that cannot roll back is not given back to the pool.
-    const broken = open
-      ? await finish('ROLLBACK').then(
-          () => undefined,
-          (err: Error) => err,
-        )
-      : undefined;
+    const broken =
+      lost ??
+      (open
+        ? await finish('ROLLBACK').then(
+            () => undefined,
+            (err: Error) => err,
+          )
+        : undefined);
+    client.off('error', onLost);
     client.release(broken);
     throw e;
   }
