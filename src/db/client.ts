@@ -38,8 +38,8 @@ export interface Batches {
   run(statements: Statement[], opts?: { commit?: Commit }): Promise<Record<string, unknown>[][]>;
 }
 
-/** Whether `commit` commits after a batch whose last statement returned `rows`. */
-export const commits = (commit: Commit | undefined, rows: Record<string, unknown>[] | undefined): boolean =>
+/** Whether `commit` commits after a batch whose last statement returned `rows` (the thread decides alike). */
+const commits = (commit: Commit | undefined, rows: Record<string, unknown>[] | undefined): boolean =>
   typeof commit === 'object' ? !(rows ?? []).some((r) => r[commit.unlessSet] !== null) : !!commit;
 
 export interface ReadOptions {

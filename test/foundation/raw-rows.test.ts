@@ -267,7 +267,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(await keys()).toEqual(['a', 'b', 'f']);
   });
 
-  it('commits a batch that asks to unless a row it returned names what would follow (a column set), else keeps the transaction open', async () => {
+  it('commits a batch told to commit unless a returned row has a column set when none has, else keeps the transaction open', async () => {
     await db.query('CREATE TABLE IF NOT EXISTS commit_probe (k text PRIMARY KEY, tag text)');
     const keys = async () => (await db.query<{ k: string }>('SELECT k FROM commit_probe ORDER BY k')).map((r) => r.k);
     const put = (k: string, tag: string | null) => ({ sql: 'INSERT INTO commit_probe VALUES ($1, $2) RETURNING k, tag', params: [k, tag] });
