@@ -142,7 +142,9 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
         value: 1n,
         gas: 21_000n,
         nonce: start + i,
-        maxFeePerGas: gasPrice * 3n,
+        // Full blocks raise the base fee by 1/8 each: a round of 20 blocks by about 10 times, and
+        // a cap below what the last block asks leaves its transactions unmined (anvil drops them).
+        maxFeePerGas: gasPrice * 100n,
         maxPriorityFeePerGas: 1n,
       }),
     ),
@@ -159,7 +161,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
     const failed = (body as { error?: { message: string } }[]).find((r) => r.error);
     if (failed) throw new Error(`direct send refused: ${failed.error!.message}`);
   }
-  // Anvil has been seen to drop a block's worth of a batch it accepted: fail then, not wait forever.
+  // A transaction that can never be mined (priced out) fails the run instead of stalling it.
   await waitProgress('direct mined nonce', async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest'])), start + N, 25);
   const rate = N / ((performance.now() - t0) / 1000);
   return { rate, blocks: (await blockNumber(anvilUrl)) - b0 };
