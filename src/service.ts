@@ -102,6 +102,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     metrics: createMetrics(),
     wake: () => {},
     handOff: null,
+    roomForSends: () => undefined,
     wakeDeliveries: () => {},
   };
   watchDatabase(rt);

@@ -48,6 +48,11 @@ export interface Runtime {
    * which works on them without claiming them again; null when this process runs no worker.
    */
   handOff: ((rows: Transaction[]) => void) | null;
+  /**
+   * Resolves when this instance's worker has room for more new rows (at once when it has, or when
+   * it runs no worker), so accepting sends does not outrun it.
+   */
+  roomForSends(): Promise<void> | undefined;
 }
 
 export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {

@@ -14,6 +14,14 @@ import type { Runtime } from './runtime.js';
 const BATCH = 500;
 /** Rows held in memory for the worker at most; more are left in the database, due. */
 const MAX_HANDED = 2_000;
+/**
+ * New rows wait to be written while this many are handed over and not yet worked on, for at most
+ * SEND_WAIT_MS. Rows given back for want of room are claimed again a poll or more later, after
+ * rows handed over since: a relayer's later nonces would reach the node first, and the chain would
+ * mine nothing until the gap filled.
+ */
+const SENDS_WAIT_AT = MAX_HANDED / 2;
+const SEND_WAIT_MS = 2_000;
 /** A handed-over row whose lease has less left than this is left to be claimed again instead. */
 const LEASE_MARGIN_MS = 5_000;
 /** The worker's poll for due rows when idle; while rows are handed to it, it claims due ones this often. */
@@ -36,7 +44,7 @@ const OVERLAP_ROWS = 32;
  * to this instance: new ones, ones the chain just mined) and claims due rows (a lease, so another
  * instance picks up the work of one that died), and advances each by one step (core/step.ts).
  */
-function startTransactionWorker(rt: Runtime) {
+export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS } = {}) {
   const giveBack = (rows: Transaction[], inMs = 0) =>
     releaseTransactions(
       rt,
@@ -44,6 +52,13 @@ function startTransactionWorker(rt: Runtime) {
     );
   let handed: Transaction[] = [];
   let claimedAt = 0;
+  let waiting: (() => void)[] = [];
+  const letSendsIn = (always = false) => {
+    if (waiting.length === 0 || (!always && handed.length >= SENDS_WAIT_AT)) return;
+    const go = waiting;
+    waiting = [];
+    for (const resolve of go) resolve();
+  };
   const running = new Set<Promise<void>>();
   const failed = (err: unknown) => rt.log.error({ err }, 'transaction worker error');
   const loop = startLoop(
@@ -54,6 +69,7 @@ function startTransactionWorker(rt: Runtime) {
       }
       const fresh = Date.now() + LEASE_MARGIN_MS;
       const txs = handed.splice(0, BATCH).filter((tx) => tx.leaseUntil && tx.leaseUntil.getTime() > fresh);
+      letSendsIn();
       if (txs.length < BATCH && (txs.length === 0 || Date.now() - claimedAt >= POLL_MS)) {
         claimedAt = Date.now();
         // Rows due together (one insert) in nonce order, so a relayer's transactions reach the node in order.
@@ -80,7 +96,15 @@ function startTransactionWorker(rt: Runtime) {
       if (rows.length > room) void giveBack(rows.slice(room)).catch((err) => rt.log.warn({ err }, 'could not give back leases; they run out'));
       loop.wake();
     },
+    roomForSends(): Promise<void> | undefined {
+      if (handed.length < SENDS_WAIT_AT) return;
+      return new Promise((resolve) => {
+        waiting.push(resolve);
+        setTimeout(resolve, sendWaitMs).unref();
+      });
+    },
     async stop() {
+      letSendsIn(true);
       await loop.stop();
       await Promise.all(running);
       // What was handed over and not worked on is due again for any instance.
@@ -99,12 +123,14 @@ export async function startWorkers(rt: Runtime) {
   const loops = [transactions, deliveries];
   rt.wake = transactions.wake;
   rt.handOff = transactions.handOff;
+  rt.roomForSends = transactions.roomForSends;
   rt.wakeDeliveries = deliveries.wake;
   const checks = startRelayerChecks(rt);
   const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
       rt.handOff = null;
+      rt.roomForSends = () => undefined;
       return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
     },
   };

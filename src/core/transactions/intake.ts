@@ -65,6 +65,7 @@ function queueOf(rt: Runtime, relayerId: string): Queue {
 
 async function drain(rt: Runtime, q: Queue) {
   while (q.items.length > 0) {
+    await rt.roomForSends();
     const batch = q.items.splice(0, checkedTogether(q.items));
     try {
       const outcomes = await insertBatch(rt, batch);
