@@ -53,8 +53,9 @@ export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS 
   let handed: Transaction[] = [];
   let claimedAt = 0;
   let waiting: (() => void)[] = [];
+  const full = () => handed.length >= SENDS_WAIT_AT;
   const letSendsIn = (always = false) => {
-    if (waiting.length === 0 || (!always && handed.length >= SENDS_WAIT_AT)) return;
+    if (waiting.length === 0 || (!always && full())) return;
     const go = waiting;
     waiting = [];
     for (const resolve of go) resolve();
@@ -97,7 +98,7 @@ export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS 
       loop.wake();
     },
     roomForSends(): Promise<void> | undefined {
-      if (handed.length < SENDS_WAIT_AT) return;
+      if (!full()) return;
       return new Promise((resolve) => {
         waiting.push(resolve);
         setTimeout(resolve, sendWaitMs).unref();
