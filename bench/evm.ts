@@ -116,11 +116,20 @@ async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
   while (!(await check())) await new Promise((r) => setTimeout(r, pollMs));
 }
 
+// Every block of a round is full, and each full block raises the base fee by an eighth: over a run
+// of several rounds it would grow without bound (to about 40,000 gwei by a third round) until the
+// accounts can no longer pay. Each phase starts again from anvil's initial base fee, so rounds
+// compare alike and never run out of funds; within a round the fee still rises as on a busy chain.
+const INITIAL_BASE_FEE = '0x3b9aca00'; // 1 gwei
+const resetBaseFee = (anvilUrl: string) => rpc(anvilUrl, 'anvil_setNextBlockBaseFeePerGas', [INITIAL_BASE_FEE]);
+
 /**
- * Waits for a new block. Both measurements start just after one: with a block a second, where in
- * the second a run starts would otherwise swing its figure by up to a block.
+ * Waits for a new block, mined at the initial base fee. Both measurements start just after one:
+ * with a block a second, where in the second a run starts would otherwise swing its figure by up to
+ * a block.
  */
 async function nextBlock(anvilUrl: string) {
+  await resetBaseFee(anvilUrl);
   const now = await rpc(anvilUrl, 'eth_blockNumber');
   await waitUntil(async () => (await rpc(anvilUrl, 'eth_blockNumber')) !== now, 5);
 }
@@ -132,6 +141,7 @@ const blockNumber = async (anvilUrl: string) => Number(await rpc(anvilUrl, 'eth_
 async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: number; blocks: number }> {
   const account = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: accountIndex });
   const start = Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest']));
+  await nextBlock(anvilUrl);
   const gasPrice = BigInt(await rpc(anvilUrl, 'eth_gasPrice'));
   const signed = await Promise.all(
     Array.from({ length: N }, (_, i) =>
