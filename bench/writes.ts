@@ -1,0 +1,79 @@
+// The database's cost of writing relayed transactions, on its own: each transaction is inserted and
+// then saved three times (sent, submitted and due again, confirmed and final), in statements of 100
+// rows shaped as the intake's and the step's (a JSON recordset joined to the table). Run on PGlite
+// (in memory, migrated as the service migrates it) in two index layouts, alternated in pairs:
+//   partial  the indexes as migrated (the idempotency key's and due_at's partial)
+//   full     those two indexes over every row, as before migration 20261127000000_partial_indexes
+// Prints the process's CPU time (both threads) a transaction for each, and their ratio per pair.
+//
+//   npx tsx bench/writes.ts [--count 10000] [--pairs 3]
+
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../src/db/client.js';
+import { median, spread } from './stats.js';
+
+const { values: args } = parseArgs({ options: { count: { type: 'string', default: '10000' }, pairs: { type: 'string', default: '3' } } });
+const N = Number(args.count);
+const ROWS = 100;
+
+const FULL_INDEXES = `
+  DROP INDEX "transactions_relayer_id_idempotency_key_key";
+  CREATE UNIQUE INDEX "transactions_relayer_id_idempotency_key_key" ON "transactions" ("relayer_id", "idempotency_key");
+  DROP INDEX "transactions_due_at_idx";
+  CREATE INDEX "transactions_due_at_idx" ON "transactions" ("due_at")`;
+
+const REQUEST = JSON.stringify({ to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', value: '1000000000000000', data: '0x', speed: 'fast', gas_limit: 21000 });
+const hashOf = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+/** A chain state of the size the EVM family writes: the signed bytes and one broadcast. */
+const chainState = (n: number) => ({
+  goal: 'payload',
+  phase: 'broadcast',
+  raw: `0x02f8${'ab'.repeat(110)}`,
+  broadcasts: [{ kind: 'payload', hash: hashOf(n), maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }],
+  acceptedAt: new Date().toISOString(),
+});
+
+const INSERT = `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
+  SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '1000', x.n, 21000, 'fast', $2::jsonb, now(), 'bench', now() + interval '30 seconds'
+  FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint)`;
+const save = (status: string, due: string) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus", chain_state = v.chain_state,
+    hash = v.hash, due_at = ${due}, updated_at = now()
+  FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state jsonb, hash text)
+  WHERE t.id = v.id AND t.lease_owner = 'bench'`;
+const SAVES = [save('sent', 'now()'), save('submitted', "now() + interval '5 seconds'"), save('confirmed', 'NULL')];
+
+/** CPU µs a transaction for N transactions written in one layout, on a new database. */
+async function run(layout: 'partial' | 'full'): Promise<number> {
+  const db = await openDatabase({ inMemory: true });
+  try {
+    if (layout === 'full') for (const sql of FULL_INDEXES.split(';')) await db.query(sql);
+    await db.query(`INSERT INTO relayers (id, name, network, network_type, address, signer_id, next_nonce, updated_at)
+      VALUES ('bench', 'bench', 'localnet', 'evm', '0xabc', 'dev', 0, now())`);
+    const started = process.cpuUsage();
+    for (let nonce = 0; nonce < N; nonce += ROWS) {
+      const rows = Array.from({ length: ROWS }, (_, i) => ({ id: crypto.randomUUID(), n: nonce + i }));
+      await db.query(INSERT, [JSON.stringify(rows), REQUEST]);
+      for (const sql of SAVES) {
+        await db.query(sql, [JSON.stringify(rows.map((r) => ({ id: r.id, chain_state: chainState(r.n), hash: hashOf(r.n) })))]);
+      }
+    }
+    const used = process.cpuUsage(started);
+    return (used.user + used.system) / N;
+  } finally {
+    await db.close();
+  }
+}
+
+const figures = { partial: [] as number[], full: [] as number[] };
+for (let p = 0; p < Number(args.pairs); p++) {
+  // Alternate which goes first, so a machine that speeds up or slows down weighs on both alike.
+  const order: ('partial' | 'full')[] = p % 2 === 0 ? ['full', 'partial'] : ['partial', 'full'];
+  for (const layout of order) figures[layout].push(await run(layout));
+  console.log(
+    `  pair ${p + 1}: full ${figures.full[p].toFixed(0)} µs, partial ${figures.partial[p].toFixed(0)} µs a transaction (${(figures.partial[p] / figures.full[p]).toFixed(2)})`,
+  );
+}
+const ratios = figures.partial.map((x, i) => x / figures.full[i]);
+console.log(
+  `transaction writes (insert and three saves, ${N} transactions, PGlite): partial indexes ${median(figures.partial).toFixed(0)} µs of CPU a transaction, full ${median(figures.full).toFixed(0)} µs; ratio ${median(ratios).toFixed(2)} (pairs ${spread(ratios)})`,
+);
