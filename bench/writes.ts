@@ -49,13 +49,17 @@ async function run(layout: 'partial' | 'full'): Promise<number> {
     if (layout === 'full') for (const sql of FULL_INDEXES.split(';')) await db.query(sql);
     await db.query(`INSERT INTO relayers (id, name, network, network_type, address, signer_id, next_nonce, updated_at)
       VALUES ('bench', 'bench', 'localnet', 'evm', '0xabc', 'dev', 0, now())`);
-    const started = process.cpuUsage();
+    // The statements' parameters are built before the clock starts: only the database's work is timed.
+    const batches = [];
     for (let nonce = 0; nonce < N; nonce += ROWS) {
       const rows = Array.from({ length: ROWS }, (_, i) => ({ id: crypto.randomUUID(), n: nonce + i }));
-      await db.query(INSERT, [JSON.stringify(rows), REQUEST]);
-      for (const sql of SAVES) {
-        await db.query(sql, [JSON.stringify(rows.map((r) => ({ id: r.id, chain_state: chainState(r.n), hash: hashOf(r.n) })))]);
-      }
+      const saved = rows.map((r) => ({ id: r.id, chain_state: chainState(r.n), hash: hashOf(r.n) }));
+      batches.push({ rows: JSON.stringify(rows), saved: JSON.stringify(saved) });
+    }
+    const started = process.cpuUsage();
+    for (const { rows, saved } of batches) {
+      await db.query(INSERT, [rows, REQUEST]);
+      for (const sql of SAVES) await db.query(sql, [saved]);
     }
     const used = process.cpuUsage(started);
     return (used.user + used.system) / N;
