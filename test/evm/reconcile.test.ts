@@ -56,7 +56,10 @@ describe('nonce reconciliation with the chain', () => {
       found += block.transactions.filter((t: any) => t.from.toLowerCase() === DEV_ADDRESS.toLowerCase() && t.value === '0x2a').length;
     }
     expect(found).toBe(1);
-    expect((await sendOk(svc)).nonce).toBe(used + 2);
+    const next = await sendOk(svc);
+    expect(next.nonce).toBe(used + 2);
+    // Mined before the next test sends behind the relayer's back, which would take its nonce.
+    await waitStatus(svc, next.id, 'confirmed');
   });
 
   it('moves the nonce counter past transactions sent elsewhere when the relayer is checked (as at start-up)', async () => {

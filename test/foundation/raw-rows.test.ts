@@ -6,7 +6,8 @@ import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
-import { saveTransactions } from '../../src/core/transactions/store.js';
+import { claimBelowNonce, saveTransactions } from '../../src/core/transactions/store.js';
+import { createState } from '../../src/core/state.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
@@ -176,6 +177,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const rt = {
       db,
       prisma: db.prisma,
+      state: createState(),
       pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) },
       wakeDeliveries: () => {},
       metrics: createMetrics(),
@@ -229,6 +231,58 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       ['sent', 2],
       ['submitted', 1],
     ]);
+  });
+
+  it('claims rows the chain mined past as Prisma reads them: from its own saves where no one wrote them since, else in full', async () => {
+    await db.prisma.relayer.create({
+      data: {
+        id: 'mined',
+        name: 'mined',
+        network: 'localnet',
+        networkType: 'evm',
+        signerId: 's',
+        address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+        policies: {},
+      },
+    });
+    const rows = [full(40n), full(41n), full(42n), full(43n)].map((r) => ({ ...r, relayerId: 'mined', idempotencyKey: null }));
+    await insertTransactions(handle(), rows, { relayers: [{ id: 'mined', notificationId: null }], leaseOwner: 'w' });
+    const leased = await db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE relayer_id = 'mined' ORDER BY nonce`);
+    const rt = {
+      db,
+      prisma: db.prisma,
+      instanceId: 'w',
+      state: createState(),
+      pubsub: { publish: () => {} },
+      wakeDeliveries: () => {},
+      metrics: createMetrics(),
+    } as unknown as Runtime;
+    const inFlight = new Date(Date.now() + 60_000);
+    const saved = await saveTransactions(
+      rt,
+      'w',
+      leased.map((tx) => ({
+        before: tx,
+        patch: { status: 'submitted', hash: `0x${tx.nonce}`, chainState: { phase: 'broadcast', at: [tx.nonce!.toString()] }, dueAt: inFlight },
+        release: true,
+      })),
+    );
+    const [a, b, c, d] = leased.map((tx) => saved.get(tx.id)!);
+    // Since the saves: b moved to another nonce and given a due time (statements that leave updated_at),
+    // c saved by another instance (a new version), d not mined yet.
+    await db.query(`UPDATE transactions SET nonce = 44, due_at = now() WHERE id = '${b.id}'`);
+    await db.query(
+      `UPDATE transactions SET chain_state = '{"phase": "mined"}', status = 'mined', updated_at = now() + interval '1 second' WHERE id = '${c.id}'`,
+    );
+    await db.query(`UPDATE transactions SET nonce = 50 WHERE id = '${d.id}'`);
+
+    const claimed = await claimBelowNonce(rt, 'mined', 45n);
+    expect(claimed.map((t) => t.id).sort()).toEqual([a.id, b.id, c.id].sort());
+    for (const tx of claimed) expect(tx).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: tx.id } }));
+    expect(claimed.find((t) => t.id === b.id)).toMatchObject({ nonce: 44n, hash: '0x41', leaseOwner: 'w' });
+    expect(claimed.find((t) => t.id === c.id)).toMatchObject({ status: 'mined', chainState: { phase: 'mined' } });
+    // Held now: a second claim takes nothing.
+    expect(await claimBelowNonce(rt, 'mined', 45n)).toEqual([]);
   });
 
   it('runs hand-written database transactions in batches: committed with the last batch or when done, rolled back by a throw or a failed statement', async () => {
