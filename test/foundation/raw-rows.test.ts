@@ -5,8 +5,7 @@ import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
-import { insertTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
-import { claimBelowNonce, saveTransactions } from '../../src/core/transactions/store.js';
+import { claimBelowNonce, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
@@ -39,6 +38,17 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   /** The relayer of every row, here without a notification: the insert queues no delivery. */
   const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
   const handle = () => ({ db, wakeDeliveries: () => {} });
+  /** A runtime of instance `w` for the step's saves and claims; `publish` sees what they publish. */
+  const runtime = (publish: (topic: string, key: string, tx: Transaction) => void = () => {}) =>
+    ({
+      db,
+      prisma: db.prisma,
+      instanceId: 'w',
+      state: createState(),
+      pubsub: { publish },
+      wakeDeliveries: () => {},
+      metrics: createMetrics(),
+    }) as unknown as Runtime;
   const full = (nonce: bigint): NewTransaction => ({
     id: randomUUID(),
     relayerId: 'r',
@@ -174,14 +184,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const [a, b, c] = rows.map((r) => claimed.find((t) => t.id === r.id)!);
     await db.prisma.transaction.update({ where: { id: c.id }, data: { leaseOwner: 'other' } });
     const published: [string, string][] = [];
-    const rt = {
-      db,
-      prisma: db.prisma,
-      state: createState(),
-      pubsub: { publish: (topic: string, _key: string, tx: Transaction) => published.push([tx.id, `${topic}:${tx.status}`]) },
-      wakeDeliveries: () => {},
-      metrics: createMetrics(),
-    } as unknown as Runtime;
+    const rt = runtime((topic, _key, tx) => published.push([tx.id, `${topic}:${tx.status}`]));
     const sentAt = new Date('2030-01-01T00:00:00.123Z');
     const dueAt = new Date('2030-01-01T00:00:05.456Z');
 
@@ -248,15 +251,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const rows = [full(40n), full(41n), full(42n), full(43n)].map((r) => ({ ...r, relayerId: 'mined', idempotencyKey: null }));
     await insertTransactions(handle(), rows, { relayers: [{ id: 'mined', notificationId: null }], leaseOwner: 'w' });
     const leased = await db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE relayer_id = 'mined' ORDER BY nonce`);
-    const rt = {
-      db,
-      prisma: db.prisma,
-      instanceId: 'w',
-      state: createState(),
-      pubsub: { publish: () => {} },
-      wakeDeliveries: () => {},
-      metrics: createMetrics(),
-    } as unknown as Runtime;
+    const rt = runtime();
     const inFlight = new Date(Date.now() + 60_000);
     const saved = await saveTransactions(
       rt,
