@@ -354,7 +354,7 @@ export function recordSigning(
     fees: s.feesJson,
     signedAt: s.now.toISOString(),
   };
-  w.st.broadcasts.push(b);
+  w.st.broadcasts = [...w.st.broadcasts, b];
   w.st.raw = s.raw;
   w.st.phase = 'signed';
   w.st.waiting = undefined;
@@ -512,6 +512,7 @@ export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest
 /** The patch a work writes: nothing when only looked at (the row is just given back, due again). */
 export function patchOf(w: Work): TransactionPatch {
   if (unchanged(w)) return {};
-  // A copy: the state goes on changing after it is written.
-  return { ...w.patch, status: w.status, statusReason: reasonOf(w), chainState: JSON.parse(JSON.stringify(w.st)) };
+  // A copy of the state's fields (as JSON keeps them): the work goes on changing them after this is written.
+  const chainState = Object.fromEntries(Object.entries(w.st).filter(([, v]) => v !== undefined));
+  return { ...w.patch, status: w.status, statusReason: reasonOf(w), chainState };
 }

@@ -27,7 +27,9 @@ export type NoopOutcome = { status: 'canceled' | 'expired' | 'failed'; reason: s
 
 /**
  * The pipeline's state of one EVM transaction (the row's chain_state). Statuses are what users
- * see; this is what the pipeline needs to continue after a crash at any point.
+ * see; this is what the pipeline needs to continue after a crash at any point. A change gives a
+ * field a new value and never changes a value in place: states read from rows, and copies written,
+ * share their values.
  */
 export interface EvmState {
   /** What the nonce is being driven to. */

@@ -8,6 +8,7 @@ import {
   newWork,
   onBroadcast,
   onReceipt,
+  patchOf,
   planFees,
   reasonOf,
   recordSigning,
@@ -173,6 +174,30 @@ describe('broadcast answers', () => {
     expect(w.status).toBe('submitted');
     expect(w.via).toEqual(['sent']);
     expect(w.dueInMs).toBe(3_000);
+  });
+});
+
+describe('the state a step writes', () => {
+  it('never changes the row it was read from, nor a patch already taken, and leaves out what is unset', () => {
+    const w = inFlight([broadcast(1)]);
+    const stored = JSON.stringify(w.tx.chainState);
+    onBroadcast(pace, w, 'accepted', undefined, new Date());
+    const first = patchOf(w);
+    const written = JSON.stringify(first.chainState);
+    recordSigning(w, {
+      raw: '0x03',
+      hash: h(2),
+      gasLimit: 21_000n,
+      fees: { gasPrice: gwei(3) },
+      feesJson: { gasPrice: gwei(3).toString() },
+      now: new Date('2026-01-01T00:00:00Z'),
+    });
+    expect(w.st.broadcasts.map((b) => b.hash)).toEqual([h(1), h(2)]);
+    expect(JSON.stringify(w.tx.chainState)).toBe(stored);
+    expect(JSON.stringify(first.chainState)).toBe(written);
+    const second = patchOf(w).chainState as Record<string, unknown>;
+    expect((second.broadcasts as Broadcast[]).map((b) => b.hash)).toEqual([h(1), h(2)]);
+    expect(Object.values(second)).not.toContain(undefined);
   });
 });
 
