@@ -181,7 +181,7 @@ describe('the state a step writes', () => {
   it('never changes the row it was read from, nor a patch already taken, and leaves out what is unset', () => {
     const w = inFlight([broadcast(1)]);
     const stored = JSON.stringify(w.tx.chainState);
-    onBroadcast(pace, w, 'accepted', undefined, new Date());
+    onBroadcast(pace, w, 'ok', undefined, new Date());
     const first = patchOf(w);
     const written = JSON.stringify(first.chainState);
     recordSigning(w, {
