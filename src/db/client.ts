@@ -45,8 +45,7 @@ const commits = (commit: Commit | undefined, rows: Record<string, unknown>[] | u
 export interface ReadOptions {
   /**
    * PostgreSQL: a named statement, parsed and planned once per connection (parsing and planning
-   * were about 30% of a read by id). Only for SQL whose text is a constant. (The embedded database
-   * prepares every statement: db/pglite-thread.mjs.)
+   * were about 30% of a read by id). Only for SQL whose text is a constant.
    */
   prepare?: boolean;
 }
@@ -90,7 +89,7 @@ export async function openDatabase(opts: {
     const names = new Map<string, string>();
     const nameOf = (sql: string) => {
       let name = names.get(sql);
-      if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_${names.size}`));
+      if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_read_${names.size}`));
       return name;
     };
     return {
@@ -98,7 +97,7 @@ export async function openDatabase(opts: {
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
-      transaction: (fn) => pgTransaction(pool, fn, nameOf),
+      transaction: (fn) => pgTransaction(pool, fn),
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});
@@ -131,8 +130,7 @@ export async function openDatabase(opts: {
   };
 }
 
-/** A transaction's statements are the hot path's writes, whose texts are constants: each runs as a named statement (`nameOf`). */
-async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>, nameOf: (sql: string) => string | undefined): Promise<T> {
+async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no listener of the pool's: a server that goes away while it is held
   // would otherwise end the process (the statement in flight, if any, fails on its own).
@@ -155,7 +153,7 @@ async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>, 
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
-        for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes, name: nameOf(s.sql) })).rows);
+        for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes })).rows);
         ended = commits(opts?.commit, rows.at(-1));
         if (open && ended) await finish('COMMIT');
         return rows;

@@ -58,43 +58,14 @@ const int32 = (n) => {
 };
 const asText = (v) => (typeof v === 'boolean' ? (v ? 't' : 'f') : String(v));
 
-// Each statement's text is parsed and planned once, as a named statement, and bound by name after:
-// PostgreSQL plans it again itself when a table it reads changes. The PREPARED_MAX texts used last
-// keep their statements; the statement of a text that falls out is closed in the next exchange.
-const PREPARED_MAX = 200;
-/** Statement names by text, least recently used first. */
-const prepared = new Map();
-/** Statements to close in the next exchange. */
-const closing = [];
-let nextName = 1;
-
-/** The prepared statement of `sql`, or a new name to parse it under. */
-function nameOf(sql) {
-  const name = prepared.get(sql);
-  if (name === undefined) return { name: `s${nextName++}`, parse: true };
-  prepared.delete(sql);
-  prepared.set(sql, name);
-  return { name, parse: false };
-}
-
-/** Keeps the statement `name` of `sql` (its Parse succeeded), closing the least recently used past the limit. */
-function keep(sql, name) {
-  prepared.set(sql, name);
-  if (prepared.size <= PREPARED_MAX) return;
-  const [oldest, old] = prepared.entries().next().value;
-  prepared.delete(oldest);
-  closing.push(old);
-}
-
-/** Closes (the statements due), parse (unless prepared), bind, describe, execute and sync of one statement, all values as text. */
-function extendedQuery(sql, params, name, parse) {
+/** Parse, bind, describe, execute and sync of one statement, unnamed, all values as text. */
+function extendedQuery(sql, params) {
   const values = params.map((v) => (v === null || v === undefined ? null : utf8.encode(asText(v))));
-  const bind = [new Uint8Array(1), cstring(name), int16(0), int16(values.length)]; // unnamed portal, text parameters
+  const bind = [new Uint8Array(2), int16(0), int16(values.length)]; // unnamed portal and statement, text parameters
   for (const v of values) bind.push(v === null ? int32(-1) : concat([int32(v.length), v]));
   bind.push(int16(0)); // text results
   return concat([
-    ...closing.splice(0).map((n) => frame('C', concat([new Uint8Array([0x53]), cstring(n)]))),
-    ...(parse ? [frame('P', concat([cstring(name), cstring(sql), int16(0)]))] : []),
+    frame('P', concat([new Uint8Array(1), cstring(sql), int16(0)])),
     frame('B', concat(bind)),
     frame('D', new Uint8Array([0x50, 0])),
     frame('E', new Uint8Array(5)),
@@ -129,7 +100,7 @@ const affected = (tag) => {
 };
 
 /** The answer to extendedQuery: its rows as text, or the statement's error thrown as plain data. */
-function readAnswer(buf, sql, parsed) {
+function readAnswer(buf, sql) {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const text = (from, to) => fromUtf8.decode(buf.subarray(from, to));
   const fields = [];
@@ -165,8 +136,6 @@ function readAnswer(buf, sql, parsed) {
       rows.push(row);
     } else if (type === 0x43) {
       affectedRows += affected(text(i, end - 1));
-    } else if (type === 0x31) {
-      parsed?.();
     } else if (type === 0x45) {
       const f = {};
       let message = '';
@@ -188,10 +157,7 @@ function readAnswer(buf, sql, parsed) {
 
 /** One statement over the wire, in open transaction `tx` or on its own (committed at once). */
 async function wireQuery(tx, sql, params) {
-  const run = () => {
-    const { name, parse } = nameOf(sql);
-    return readAnswer(pg.execProtocolRawSync(extendedQuery(sql, params, name, parse)), sql, parse ? () => keep(sql, name) : undefined);
-  };
+  const run = () => readAnswer(pg.execProtocolRawSync(extendedQuery(sql, params)), sql);
   if (tx !== undefined) {
     if (!open.has(tx)) throw new Error('the database transaction has ended');
     return pg.runExclusive(async () => run());
@@ -285,9 +251,6 @@ async function run(m) {
     case 'query':
       return statement(m.tx, m.sql, m.params);
     case 'exec':
-      // A script may change tables (a migration): statements prepared before are parsed again.
-      closing.push(...prepared.values());
-      prepared.clear();
       return (await on(m.tx).exec(m.sql, RAW)).map(result);
     case 'batch':
       return batch(m);

@@ -57,31 +57,6 @@ it('raises a database error with its class and fields, as Prisma’s adapter exp
   expect((await thread.query<{ n: number }>('SELECT count(*)::int AS n FROM t')).rows[0].n).toBe(2);
 });
 
-it('prepares each statement once, keeps the 200 used last, and parses again after a script changes a table', async () => {
-  const count = async () => (await thread.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n;
-  const sum = (k: number) => `SELECT ${k} + $1::int AS n`;
-  for (let k = 0; k < 250; k++) expect((await thread.query<{ n: number }>(sum(k), [1])).rows[0].n).toBe(k + 1);
-  // The oldest fell out and were closed in later exchanges: 200 kept, and the counting statement
-  // itself, parsed before the one it pushes out is closed.
-  expect(await count()).toBe(201);
-  // Run again, a text that fell out is parsed anew; one still kept is bound by name.
-  expect((await thread.query<{ n: number }>(sum(0), [5])).rows[0].n).toBe(5);
-  expect((await thread.query<{ n: number }>(sum(249), [5])).rows[0].n).toBe(254);
-
-  // A Parse that fails keeps nothing; a statement that fails only in Bind is kept and runs with good values.
-  await expect(thread.query('SELEC 1')).rejects.toThrow(/syntax error/);
-  await expect(thread.query('SELECT $1::int AS n', ['x'])).rejects.toThrow(/invalid input syntax/);
-  expect((await thread.query<{ n: number }>('SELECT $1::int AS n', ['7'])).rows[0].n).toBe(7);
-  await expect(thread.transaction(async (tx) => tx.query('SELECT $1::int AS n', ['x']))).rejects.toThrow(/invalid input syntax/);
-  expect((await thread.query<{ n: number }>('SELECT $1::int AS n', ['8'])).rows[0].n).toBe(8);
-
-  const all = 'SELECT * FROM t WHERE id = $1';
-  expect((await thread.query<Record<string, unknown>>(all, [1])).fields.map((f) => f.name)).not.toContain('extra');
-  await thread.exec('ALTER TABLE t ADD COLUMN extra int DEFAULT 5');
-  expect((await thread.query<{ extra: number }>(all, [1])).rows[0].extra).toBe(5);
-  await thread.exec('ALTER TABLE t DROP COLUMN extra');
-});
-
 it('refuses work once closed', async () => {
   const other = await openThreadedPGlite();
   await other.close();
