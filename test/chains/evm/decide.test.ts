@@ -123,17 +123,22 @@ describe('nonce attribution: by evidence, never by absence', () => {
   });
 });
 
+/** Records a legacy-priced signing of 21,000 gas as `hash`, at `gasPrice` gwei, on 1 January 2026. */
+function sign(w: Work, hash: Hex, gasPrice: number) {
+  recordSigning(w, {
+    raw: '0x02',
+    hash,
+    gasLimit: 21_000n,
+    fees: { gasPrice: gwei(gasPrice) },
+    feesJson: { gasPrice: gwei(gasPrice).toString() },
+    now: new Date('2026-01-01T00:00:00Z'),
+  });
+}
+
 describe('broadcast answers', () => {
   const signed = () => {
     const w = newWork(row(), readState({ chainState: null }));
-    recordSigning(w, {
-      raw: '0x02',
-      hash: h(7),
-      gasLimit: 21_000n,
-      fees: { gasPrice: gwei(2) },
-      feesJson: { gasPrice: gwei(2).toString() },
-      now: new Date('2026-01-01T00:00:00Z'),
-    });
+    sign(w, h(7), 2);
     return w;
   };
 
@@ -184,14 +189,7 @@ describe('the state a step writes', () => {
     onBroadcast(pace, w, 'ok', undefined, new Date());
     const first = patchOf(w);
     const written = JSON.stringify(first.chainState);
-    recordSigning(w, {
-      raw: '0x03',
-      hash: h(2),
-      gasLimit: 21_000n,
-      fees: { gasPrice: gwei(3) },
-      feesJson: { gasPrice: gwei(3).toString() },
-      now: new Date('2026-01-01T00:00:00Z'),
-    });
+    sign(w, h(2), 3);
     expect(w.st.broadcasts.map((b) => b.hash)).toEqual([h(1), h(2)]);
     expect(JSON.stringify(w.tx.chainState)).toBe(stored);
     expect(JSON.stringify(first.chainState)).toBe(written);
