@@ -86,27 +86,29 @@ builder.queryFields((t) => ({
   }),
 }));
 
+// Plain fields, as the transaction query: a prismaField plans a Prisma query from the selection on
+// every request, which these resolvers never use.
 builder.mutationFields((t) => ({
-  sendTransaction: t.prismaField({
-    type: 'Transaction',
+  sendTransaction: t.field({
+    type: Transaction,
     directives: RATE_LIMITED,
     args: {
       relayerId: t.arg.id({ required: true }),
       input: t.arg({ type: SendTransactionInput, required: true }),
       idempotencyKey: t.arg.string({ required: false, description: 'Same key and body return the first transaction; another body is a conflict.' }),
     },
-    resolve: (_q, _, a, ctx) => sendTransaction(ctx.rt, String(a.relayerId), a.input as Record<string, unknown>, a.idempotencyKey),
+    resolve: (_, a, ctx) => sendTransaction(ctx.rt, String(a.relayerId), a.input as Record<string, unknown>, a.idempotencyKey),
   }),
-  cancelTransaction: t.prismaField({
-    type: 'Transaction',
+  cancelTransaction: t.field({
+    type: Transaction,
     directives: RATE_LIMITED,
     description:
       'Cancels a transaction that is not mined yet. One not yet sent ends canceled at once; one already sent is replaced by a 0-value self-transfer at its nonce and ends canceled when that is mined (or mined/confirmed, if the original is mined first).',
     args: { relayerId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
-    resolve: (_q, _, a, ctx) => cancelTransaction(ctx.rt, String(a.relayerId), String(a.id)),
+    resolve: (_, a, ctx) => cancelTransaction(ctx.rt, String(a.relayerId), String(a.id)),
   }),
-  replaceTransaction: t.prismaField({
-    type: 'Transaction',
+  replaceTransaction: t.field({
+    type: Transaction,
     directives: RATE_LIMITED,
     description:
       'Replaces the payload of a transaction that is not mined yet; the new one goes out at the same nonce with fees at least 10% above the last broadcast.',
@@ -115,7 +117,7 @@ builder.mutationFields((t) => ({
       id: t.arg.id({ required: true }),
       input: t.arg({ type: SendTransactionInput, required: true }),
     },
-    resolve: (_q, _, a, ctx) => replaceTransaction(ctx.rt, String(a.relayerId), String(a.id), a.input as Record<string, unknown>),
+    resolve: (_, a, ctx) => replaceTransaction(ctx.rt, String(a.relayerId), String(a.id), a.input as Record<string, unknown>),
   }),
 }));
 
