@@ -23,8 +23,12 @@ type AnySteps = Steps<unknown, unknown, Effect, unknown, Decision>;
 export const byNonce = (a: Transaction, b: Transaction) =>
   a.nonce === b.nonce ? 0 : a.nonce === null ? 1 : b.nonce === null ? -1 : a.nonce < b.nonce ? -1 : 1;
 
-/** Advances leased rows by one step: grouped by relayer, each group through its family's steps. */
-export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promise<void> {
+/**
+ * Advances leased rows by one step: grouped by relayer, each group through its family's steps.
+ * `sent` is called once every group has sent what it had to send (what is left of the step only
+ * waits on the chain) or ended.
+ */
+export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: () => void = () => {}): Promise<void> {
   const groups = new Map<string, Transaction[]>();
   for (const tx of rows) {
     const group = groups.get(tx.relayerId);
@@ -35,21 +39,25 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promis
   for (const group of groups.values()) group.sort(byNonce);
   // Each relayer's turn is taken before anything is awaited, so steps send in the order they began.
   const turns = new Map([...groups.keys()].map((id) => [id, takeTurn(rt, id)]));
+  let sending = groups.size;
   try {
     const relayers = new Map((await rt.prisma.relayer.findMany({ where: { id: { in: [...groups.keys()] } } })).map((r) => [r.id, r]));
     await Promise.all(
       [...groups].map(async ([relayerId, group]) => {
         const relayer = relayers.get(relayerId);
         const family = familyOf(group[0].networkType);
+        const groupSent = once(() => --sending === 0 && sent());
         try {
           if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);
-          await runStep(rt, group[0].networkType, family.steps, relayer, group, turns.get(relayerId));
+          await runStep(rt, group[0].networkType, family.steps, relayer, group, turns.get(relayerId), groupSent);
         } catch (err) {
           rt.log.error({ err, relayerId, transactions: group.length }, 'transaction step failed; retrying later');
           await releaseTransactions(
             rt,
             group.map((tx) => ({ tx, dueAt: new Date(Date.now() + RETRY_MS) })),
           );
+        } finally {
+          groupSent();
         }
       }),
     );
@@ -59,17 +67,29 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[]): Promis
 }
 
 // Steps of one relayer may overlap (the worker runs a few at once), but a step sends only once
-// every step of that relayer begun before it has ended: the relayer's transactions reach the node
-// in the order their steps began, which is nonce order, as a node's pool expects (one that gets a
-// nonce before the ones below it may park or drop it).
-// Per relayer: a promise that settles once every step begun so far has ended.
+// every step of that relayer begun before it has ended its turn: the relayer's transactions reach
+// the node in the order their steps began, which is nonce order, as a node's pool expects (one that
+// gets a nonce before the ones below it may park or drop it). A turn ends with the step, or once the
+// step has sent and only waits on the chain; whatever such a step sends after that (rarely: a
+// transaction moved to a new nonce) goes out after later steps' sends, as a retry would.
+// Per relayer: a promise that settles once every step begun so far has ended its turn.
 const ENDED = slot('steps begun per relayer', () => new Map<string, Promise<void>>());
 
 interface Turn {
-  /** Settles once every step of the relayer begun before this one has ended. */
+  /** Settles once every step of the relayer begun before this one has ended its turn. */
   before: Promise<void>;
+  /** Ends the turn (again: nothing): the relayer's later steps may send. */
   end(): void;
 }
+
+const once = (f: () => void) => {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    f();
+  };
+};
 
 function takeTurn(rt: Runtime, relayerId: string): Turn {
   const ended = rt.state(ENDED);
@@ -85,7 +105,8 @@ function takeTurn(rt: Runtime, relayerId: string): Turn {
 
 /**
  * One step of one relayer's rows through `steps`, in `turn` (taken here when not given; exported
- * for tests with a family of their own).
+ * for tests with a family of their own). The turn ends, and `sent` is called, once the step has
+ * sent and only reads are left (it waits on the chain), or when it ends.
  */
 export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
   rt: Runtime,
@@ -94,11 +115,16 @@ export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
   relayer: Relayer,
   rows: Transaction[],
   turn: Turn = takeTurn(rt, relayer.id),
+  sent: () => void = () => {},
 ): Promise<void> {
-  try {
-    await stepInTurn(rt, family, steps, relayer, rows, turn.before);
-  } finally {
+  const pass = once(() => {
     turn.end();
+    sent();
+  });
+  try {
+    await stepInTurn(rt, family, steps, relayer, rows, turn.before, pass);
+  } finally {
+    pass();
   }
 }
 
@@ -109,15 +135,19 @@ async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
   relayer: Relayer,
   rows: Transaction[],
   before: Promise<void>,
+  pass: () => void,
 ): Promise<void> {
   const c = steps.context(rt, relayer);
   let ds = steps.decide(rows, await steps.observe(c, rows), new Date());
+  let sent = false;
   for (let round = 0; ds.some((d) => d.effects.length > 0); round++) {
     if (round === MAX_ROUNDS) {
       rt.log.warn({ relayerId: relayer.id }, 'transaction step cut off: too many rounds of effects');
       ds = ds.map((d) => ({ ...d, effects: [], nextInMs: d.nextInMs ?? 0 }));
       break;
     }
+    // Sent, and only reading now (waiting on the chain): the step no longer holds the relayer's order.
+    if (sent && ds.every((d) => d.effects.every((e) => e.stage === 'read'))) pass();
     // Reads and signings first: nothing has left the process yet.
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage !== 'send');
     // Then what will be sent is written, and sent.
@@ -128,6 +158,7 @@ async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
     for (const p of ds.filter(sending).flatMap(points)) rt.crash(`${p}.saved`);
     await before;
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage === 'send');
+    sent = true;
   }
   ds = await write(rt, ds, () => true, true);
   steps.settled?.(c, ds);

@@ -29,7 +29,7 @@ const POLL_MS = 250;
 /**
  * Steps in flight at once. A step spends most of its time waiting (on the node, on the database),
  * so the next one reads, signs and writes meanwhile; steps of one relayer still send in the order
- * they began (core/step.ts).
+ * they began (core/step.ts). A step that has sent and only waits on the chain takes no slot.
  */
 const STEPS = 3;
 /**
@@ -61,11 +61,15 @@ export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS 
     for (const resolve of go) resolve();
   };
   const running = new Set<Promise<void>>();
+  /** Steps that have sent and only wait on the chain: they hold no slot of STEPS. */
+  const onChain = new Set<Promise<void>>();
+  /** Settles when a running step moves to onChain (a slot of STEPS is free). */
+  let moved = signal();
   const failed = (err: unknown) => rt.log.error({ err }, 'transaction worker error');
   const loop = startLoop(
     async () => {
       if (running.size >= STEPS || (running.size > 0 && handed.length < OVERLAP_ROWS)) {
-        await Promise.race(running);
+        await Promise.race([...running, moved.promise]);
         return true;
       }
       const fresh = Date.now() + LEASE_MARGIN_MS;
@@ -77,10 +81,16 @@ export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS 
         txs.push(...(await claimTransactions(rt, BATCH - txs.length)));
       }
       if (txs.length === 0) return false;
-      const step: Promise<void> = stepTransactions(rt, txs)
+      const step: Promise<void> = stepTransactions(rt, txs, () => {
+        if (!running.delete(step)) return;
+        onChain.add(step);
+        moved.fire();
+        moved = signal();
+      })
         .catch(failed)
         .finally(() => {
           running.delete(step);
+          onChain.delete(step);
           loop.wake();
         });
       running.add(step);
@@ -107,13 +117,19 @@ export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS 
     async stop() {
       letSendsIn(true);
       await loop.stop();
-      await Promise.all(running);
+      await Promise.all([...running, ...onChain]);
       // What was handed over and not worked on is due again for any instance.
       const left = handed;
       handed = [];
       await giveBack(left);
     },
   };
+}
+
+function signal() {
+  let fire!: () => void;
+  const promise = new Promise<void>((resolve) => (fire = resolve));
+  return { promise, fire };
 }
 
 export async function startWorkers(rt: Runtime) {

@@ -139,4 +139,48 @@ describe('the core step', () => {
     expect(steps).toEqual(['sign second', 'sign first', 'send first', 'send second']);
     for (const tx of [first, second]) expect(await row(tx.id)).toMatchObject({ status: 'submitted', leaseOwner: null });
   });
+
+  it('ends a step’s turn once it has sent and only waits on the chain: the next step sends meanwhile, and the first writes once at its end', async () => {
+    log.length = 0;
+    const [first, second] = [await leasedRow(), await leasedRow()];
+    let chainMoved!: () => void;
+    let waitedAs = '';
+    const moved = new Promise<void>((r) => (chainMoved = r));
+    const waits: Steps<null, string, E, R, Decision<E>> = {
+      ...family,
+      async perform(c, todo) {
+        const out: R[] = [];
+        for (const { effect, d } of todo) {
+          const which = d.tx.id === first.id ? 'first' : 'second';
+          if (effect.name === 'wait') {
+            log.push(`wait ${which}`);
+            waitedAs = (await row(d.tx.id)).status;
+            await moved;
+            out.push({ name: 'wait', status: 'mined' });
+          } else {
+            log.push(`${effect.name} ${which}`);
+            if (effect.name === 'send' && which === 'second') chainMoved();
+            out.push(...(await family.perform(c, [{ effect, d }])));
+          }
+        }
+        return out;
+      },
+      record(d, [o]) {
+        if (o.name === 'wait') return { ...d, patch: { ...d.patch, status: 'confirmed' }, via: ['submitted'], effects: [], nextInMs: null };
+        const next = family.record(d, [o], new Date());
+        return d.tx.id === first.id && o.name === 'send' ? { ...next, effects: [{ stage: 'read', name: 'wait' }] } : next;
+      },
+    };
+    const relayer = await relayerOf();
+    const sent: string[] = [];
+    const one = runStep(svc.rt, 'fake', waits, relayer, [first], undefined, () => sent.push('first'));
+    const two = runStep(svc.rt, 'fake', waits, relayer, [second], undefined, () => sent.push('second'));
+    await Promise.all([one, two]);
+    // The first waits, its row as the write before sending left it; the second sends meanwhile.
+    expect(log.filter((l) => /^(send|wait) (first|second)/.test(l))).toEqual(['send first', 'wait first', 'send second']);
+    expect(waitedAs).toBe('sent');
+    expect(sent).toEqual(['first', 'second']);
+    expect(await row(first.id)).toMatchObject({ status: 'confirmed', leaseOwner: null, dueAt: null });
+    expect(await row(second.id)).toMatchObject({ status: 'submitted', leaseOwner: null });
+  });
 });

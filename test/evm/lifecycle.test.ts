@@ -102,6 +102,8 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
       expect(Number(onChain.nonce)).toBe(t.nonce);
     }
     expect(Number(await rpc(url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']))).toBe(first + 100);
+    // Steps this large wait for their broadcasts to be mined and write once: every status is still reported, in order.
+    for (const t of sent) expect(await reportedStatuses(svc, t.id)).toEqual(['pending', 'sent', 'submitted', 'mined', 'confirmed']);
   });
 
   it('returns the first transaction for a repeated Idempotency-Key and refuses another body with a conflict', async () => {

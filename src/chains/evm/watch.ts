@@ -18,6 +18,8 @@ interface Watch {
   /** The mined nonce last seen. */
   seen: bigint;
   timer?: NodeJS.Timeout;
+  /** Steps waiting for the chain's nonce to pass theirs (untilMined). */
+  waiters: { nonce: bigint; wake: () => void }[];
 }
 
 /** A read of the mined nonce is cheap: ten a block, so a block is seen soon after it is made. */
@@ -28,10 +30,41 @@ const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
 
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
   const watches = rt.state(WATCHES);
-  const w = watches.get(ctx.relayer.id) ?? { upTo, seen };
+  const w = watches.get(ctx.relayer.id) ?? { upTo, seen, waiters: [] };
   watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
   if (!w.timer) schedule(rt, ctx, watches, w);
+  return w;
+}
+
+/**
+ * Settles once the watch sees the chain's nonce past `nonce` (every transaction of the relayer up
+ * to it mined), when the watch stops, or after `ms`, whichever comes first. `seen`: the mined
+ * nonce last read.
+ */
+export function untilMined(rt: Runtime, ctx: EvmContext, nonce: bigint, seen: bigint, ms: number): Promise<void> {
+  const w = watchMined(rt, ctx, nonce, seen);
+  return new Promise((resolve) => {
+    const waiter = {
+      nonce,
+      wake: () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    };
+    const timer = setTimeout(() => {
+      w.waiters = w.waiters.filter((x) => x !== waiter);
+      resolve();
+    }, ms);
+    w.waiters.push(waiter);
+  });
+}
+
+/** Wakes the waiters whose nonce the chain passed (all of them when `all`). */
+function wake(w: Watch, latest: bigint, all = false) {
+  const woken = w.waiters.filter((x) => all || latest > x.nonce);
+  w.waiters = w.waiters.filter((x) => !woken.includes(x));
+  for (const x of woken) x.wake();
 }
 
 /** The rows whose nonce the chain passed, still in flight and free, leased to this instance's worker. */
@@ -47,17 +80,20 @@ function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: 
     try {
       const latest = await latestNonce(ctx);
       if (latest > w.seen) {
+        wake(w, latest);
         await claimMined(rt, ctx.relayer.id, latest);
         w.seen = latest;
       }
       if (latest > w.upTo) {
         watches.delete(key);
+        wake(w, latest, true);
         return;
       }
     } catch (err) {
       // The rows' own due times take over; the next broadcast starts a new watch.
       rt.log.debug({ err, relayerId: ctx.relayer.id }, 'mined-nonce watch stopped');
       watches.delete(key);
+      wake(w, w.seen, true);
       return;
     }
     schedule(rt, ctx, watches, w);
