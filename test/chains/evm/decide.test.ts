@@ -18,6 +18,7 @@ import {
 import { replacementFees } from '../../../src/chains/evm/pricing.js';
 import type { EvmContext } from '../../../src/chains/evm/context.js';
 import { readState, type Broadcast } from '../../../src/chains/evm/state.js';
+import { evmSteps } from '../../../src/chains/evm/steps.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
 
 const pace = { blocktimeMs: 1_000, requiredConfirmations: 1 };
@@ -321,5 +322,48 @@ describe('crash point names', () => {
     expect(actionOf(w, w.st.broadcasts[3])).toBe('cancel');
     w.st.outcome = { status: 'expired', reason: 'x' };
     expect(actionOf(w, w.st.broadcasts[3])).toBe('expire');
+  });
+});
+
+describe('a step after the node took its broadcasts', () => {
+  const signed = (i: number) =>
+    row({
+      id: `tx-${i}`,
+      nonce: BigInt(i),
+      status: 'sent',
+      chainState: {
+        goal: 'payload',
+        phase: 'signed',
+        raw: '0x02',
+        version: 0,
+        broadcasts: [
+          {
+            hash: h(i),
+            kind: 'payload',
+            version: 0,
+            nonce: String(i),
+            gasLimit: '21000',
+            fees: { maxFeePerGas: '2', maxPriorityFeePerGas: '1' },
+            signedAt: new Date().toISOString(),
+          },
+        ],
+      },
+    });
+  /** The effects of the first row once the node answered `ok` to the step's broadcasts. */
+  function afterOk(rows: number, blocktimeMs: number) {
+    const seen = { pace: { blocktimeMs, requiredConfirmations: 1 }, latest: 0n, lineSince: Date.now(), head: 0n, answers: new Map() };
+    const [d] = evmSteps.decide(
+      Array.from({ length: rows }, (_, i) => signed(i)),
+      seen,
+      new Date(),
+    );
+    expect(d.effects.map((e) => e.stage)).toEqual(['send']);
+    return evmSteps.record(d, [{ verdict: 'ok' }], new Date()).effects;
+  }
+
+  it('waits for them to be mined when it has 32 rows or more on a chain with blocks at most 2 s apart, else ends', () => {
+    expect(afterOk(32, 1_000)).toEqual([{ stage: 'read', resolve: true, mined: true }]);
+    expect(afterOk(31, 1_000)).toEqual([]);
+    expect(afterOk(32, 12_000)).toEqual([]);
   });
 });
