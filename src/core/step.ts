@@ -70,8 +70,9 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: (
 // every step of that relayer begun before it has ended its turn: the relayer's transactions reach
 // the node in the order their steps began, which is nonce order, as a node's pool expects (one that
 // gets a nonce before the ones below it may park or drop it). A turn ends with the step, or once the
-// step has sent and only waits on the chain; whatever such a step sends after that (rarely: a
-// transaction moved to a new nonce) goes out after later steps' sends, as a retry would.
+// step has sent and its effects only wait on the chain (Effect.waits); whatever such a step sends
+// after that (rarely: a transaction moved to a new nonce) goes out after later steps' sends, as a
+// retry would.
 // Per relayer: a promise that settles once every step begun so far has ended its turn.
 const ENDED = slot('steps begun per relayer', () => new Map<string, Promise<void>>());
 
@@ -106,7 +107,7 @@ function takeTurn(rt: Runtime, relayerId: string): Turn {
 /**
  * One step of one relayer's rows through `steps`, in `turn` (taken here when not given; exported
  * for tests with a family of their own). The turn ends, and `sent` is called, once the step has
- * sent and only reads are left (it waits on the chain), or when it ends.
+ * sent and its effects only wait on the chain, or when it ends.
  */
 export async function runStep<C, S, E extends Effect, R, D extends Decision<E>>(
   rt: Runtime,
@@ -146,8 +147,8 @@ async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
       ds = ds.map((d) => ({ ...d, effects: [], nextInMs: d.nextInMs ?? 0 }));
       break;
     }
-    // Sent, and only reading now (waiting on the chain): the step no longer holds the relayer's order.
-    if (sent && ds.every((d) => d.effects.every((e) => e.stage === 'read'))) pass();
+    // Sent, and now only waiting on the chain: the step no longer holds the relayer's order.
+    if (sent && ds.every((d) => d.effects.every((e) => e.stage === 'read' && e.waits))) pass();
     // Reads and signings first: nothing has left the process yet.
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage !== 'send');
     // Then what will be sent is written, and sent.

@@ -7,7 +7,7 @@ import type { Decision, Steps } from '../../src/core/transactions/family.js';
 import { insertTransactions } from '../../src/core/transactions/store.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-type E = { stage: 'read' | 'sign' | 'send'; point?: string; name: string };
+type E = { stage: 'read' | 'sign' | 'send'; point?: string; name: string; waits?: true };
 type R = { signed?: boolean; name: string; status: string };
 
 describe('the core step', () => {
@@ -168,7 +168,7 @@ describe('the core step', () => {
       record(d, [o]) {
         if (o.name === 'wait') return { ...d, patch: { ...d.patch, status: 'confirmed' }, via: ['submitted'], effects: [], nextInMs: null };
         const next = family.record(d, [o], new Date());
-        return d.tx.id === first.id && o.name === 'send' ? { ...next, effects: [{ stage: 'read', name: 'wait' }] } : next;
+        return d.tx.id === first.id && o.name === 'send' ? { ...next, effects: [{ stage: 'read', name: 'wait', waits: true }] } : next;
       },
     };
     const relayer = await relayerOf();

@@ -64,10 +64,10 @@ type EvmEffect =
   /** The chain took its nonce with another transaction of the account (`usedBy`): move it to a new nonce. */
   | { stage: 'read'; renonce: Hex }
   /**
-   * Read receipts again (after a broadcast: a fast chain may have mined it already); with `mined`,
+   * Read receipts again (after a broadcast: a fast chain may have mined it already); with `waits`,
    * once the chain's nonce passed the step's broadcasts or a block and a half went by.
    */
-  | { stage: 'read'; resolve: true; mined?: true }
+  | { stage: 'read'; resolve: true; waits?: true }
   /** Make sure every nonce below is held by a transaction (it is stuck behind a lower one). */
   | { stage: 'read'; fillGaps: true };
 
@@ -404,7 +404,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
     }
     const looks = at((e) => 'resolve' in e);
-    const waits = looks.filter((t) => 'mined' in t.effect);
+    const waits = looks.filter((t) => 'waits' in t.effect);
     if (waits.length > 0) {
       const upTo = waits.map((t) => nonceOf(t.d.work)).reduce((a, b) => (a > b ? a : b));
       await untilMined(c.rt, ctx, upTo, waits[0].d.latest ?? 0n, Math.round(1.5 * ctx.blocktimeMs));
@@ -467,7 +467,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       } else if ('verdict' in o) {
         if (onBroadcast(pace, w, o.verdict, o.error, now)) effects.push({ stage: 'read', resolve: true });
         else if (d.waits && w.st.phase === 'broadcast' && (o.verdict === 'ok' || o.verdict === 'known'))
-          effects.push({ stage: 'read', resolve: true, mined: true });
+          effects.push({ stage: 'read', resolve: true, waits: true });
       } else if ('answer' in o) {
         const moved = o.answer && resolve(pace, w, o.answer, o.head, now);
         if (moved) effects.push({ stage: 'read', renonce: moved.move });

@@ -23,6 +23,8 @@ export interface Accepted {
 export interface Effect {
   stage: 'read' | 'sign' | 'send';
   point?: string;
+  /** A read that waits on the chain (for what was sent to be mined): meanwhile the step gives up its turn to send. */
+  waits?: true;
 }
 
 /** What one step decided for one row; the core writes it, performs its effects, and asks again. */

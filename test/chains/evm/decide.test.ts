@@ -362,7 +362,7 @@ describe('a step after the node took its broadcasts', () => {
   }
 
   it('waits for them to be mined when it has 32 rows or more on a chain with blocks at most 2 s apart, else ends', () => {
-    expect(afterOk(32, 1_000)).toEqual([{ stage: 'read', resolve: true, mined: true }]);
+    expect(afterOk(32, 1_000)).toEqual([{ stage: 'read', resolve: true, waits: true }]);
     expect(afterOk(31, 1_000)).toEqual([]);
     expect(afterOk(32, 12_000)).toEqual([]);
   });
