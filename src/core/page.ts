@@ -43,9 +43,3 @@ export interface PageAsk {
   items: boolean;
   total: boolean;
 }
-
-/** A thunk run at most once: the first call's promise is kept. */
-export const once = <T>(f: () => Promise<T>): (() => Promise<T>) => {
-  let p: Promise<T> | undefined;
-  return () => (p ??= f());
-};

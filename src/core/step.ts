@@ -9,6 +9,7 @@ import { familyOf } from './transactions/family.js';
 import { releaseTransactions, saveTransactions } from './transactions/store.js';
 import type { Runtime } from './runtime.js';
 import { slot } from './state.js';
+import { once } from '../lib/once.js';
 
 /** A step that keeps asking for effects is cut off after this many rounds (each row is looked at again later). */
 const MAX_ROUNDS = 8;
@@ -82,15 +83,6 @@ interface Turn {
   /** Ends the turn (again: nothing): the relayer's later steps may send. */
   end(): void;
 }
-
-const once = (f: () => void) => {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    f();
-  };
-};
 
 function takeTurn(rt: Runtime, relayerId: string): Turn {
   const ended = rt.state(ENDED);

@@ -4,7 +4,8 @@ import { conflict, invalid, isDomainError, notFound, transactionNotFound } from 
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
-import { once, paged, toPage, type PageAsk } from '../page.js';
+import { once } from '../../lib/once.js';
+import { paged, toPage, type PageAsk } from '../page.js';
 import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
