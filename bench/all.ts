@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import type { LatencyFigures } from './latency.js';
 import { createBenchDatabase, type ReadFigure } from './reads.js';
 import { spread } from './stats.js';
+import { startFlags } from './flags.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -48,7 +49,11 @@ async function bench(script: string, args: string[], nodeArgs: string[] = []): P
 
 function run(script: string, args: string[], nodeArgs: string[] = []): Promise<Record<string, unknown>[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    // Each bench runs the service in its process or its child's: with the flags `npm start` gives it.
+    const child = spawn(process.execPath, [...startFlags(), ...nodeArgs, '--import', 'tsx', script, ...args, '--json'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (c: string) => {

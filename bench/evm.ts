@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mnemonicToAccount } from 'viem/accounts';
 import { ANVIL_DEFAULT_MNEMONIC, freePort, startAnvil } from '../src/chains/evm/anvil.js';
+import { startFlags } from './flags.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
@@ -191,7 +192,7 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
   await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
   const port = await freePort();
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...profile, ...startFlags(), '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
