@@ -139,7 +139,7 @@ async function nextBlock(anvilUrl: string) {
 
 const blockNumber = async (anvilUrl: string) => Number(await rpc(anvilUrl, 'eth_blockNumber'));
 
-async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: number; blocks: number }> {
+async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: number; blocks: number; anvilCpuMs: number }> {
   const account = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: accountIndex });
   const start = Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest']));
   await nextBlock(anvilUrl);
@@ -164,6 +164,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
   await nextBlock(anvilUrl);
   const t0 = performance.now();
   const b0 = await blockNumber(anvilUrl);
+  const cpu0 = cpuMs(anvil.process.pid);
   // In nonce order, 100 to a JSON-RPC batch, one batch after the other: the fastest way in, and
   // anvil's pool can lose track of one account's transactions that arrive out of order.
   for (let i = 0; i < N; i += 100) {
@@ -175,7 +176,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
   // A transaction that can never be mined (priced out) fails the run instead of stalling it.
   await waitProgress('direct mined nonce', async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest'])), start + N, 25);
   const rate = N / ((performance.now() - t0) / 1000);
-  return { rate, blocks: (await blockNumber(anvilUrl)) - b0 };
+  return { rate, blocks: (await blockNumber(anvilUrl)) - b0, anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0) / N };
 }
 
 // ---- through the relayer --------------------------------------------------------------------
@@ -304,13 +305,13 @@ try {
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
-  const rounds: ({ chain: number; chainBlocks: number } & Awaited<ReturnType<typeof throughRelayer>>)[] = [];
+  const rounds: ({ chain: number; chainBlocks: number; chainAnvilCpuMs: number } & Awaited<ReturnType<typeof throughRelayer>>)[] = [];
   let done = warm;
   for (let r = 0; r < Number(args.rounds); r++) {
-    const { rate: chain, blocks: chainBlocks } = await direct(anvil.url, 1 + (r % 3));
+    const { rate: chain, blocks: chainBlocks, anvilCpuMs: chainAnvilCpuMs } = await direct(anvil.url, 1 + (r % 3));
     const through = await throughRelayer(relayer.url, anvil.url, N, done);
     done += N;
-    rounds.push({ chain, chainBlocks, ...through });
+    rounds.push({ chain, chainBlocks, chainAnvilCpuMs, ...through });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const f = (x: number) => x.toFixed(0).padStart(6);
@@ -322,7 +323,7 @@ try {
   );
   for (const [i, r] of rounds.entries()) {
     console.log(
-      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms, this client ${r.clientCpuMs.toFixed(2)} ms`,
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms (direct ${r.chainAnvilCpuMs.toFixed(2)}), this client ${r.clientCpuMs.toFixed(2)} ms`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
