@@ -44,6 +44,8 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
  */
 export function untilMined(rt: Runtime, ctx: EvmContext, nonce: bigint, seen: bigint, ms: number): Promise<void> {
   const w = watchMined(rt, ctx, nonce, seen);
+  // Mined already: seen by a watch kept going for another step's broadcasts.
+  if (w.seen > nonce) return Promise.resolve();
   return new Promise((resolve) => {
     const waiter = {
       nonce,
@@ -80,9 +82,9 @@ function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: 
     try {
       const latest = await latestNonce(ctx);
       if (latest > w.seen) {
+        w.seen = latest;
         wake(w, latest);
         await claimMined(rt, ctx.relayer.id, latest);
-        w.seen = latest;
       }
       if (latest > w.upTo) {
         watches.delete(key);
