@@ -5,10 +5,11 @@
 //   accepted N sends through the relayer's send route (POST /api/v1/relayers/{id}/transactions),
 //            timed until the last answer;
 //   e2e      the same N sends, timed until the relayer reports every one confirmed.
-// The relayer's clients are --concurrency HTTP keep-alive connections. Each measurement starts just
-// after a block; one unmeasured round warms both paths up, then the rounds alternate the two and the
-// median is reported. The relayer runs as its own process (`src/main.ts`) on PGlite, or on
-// PostgreSQL with --postgres <url>.
+// The relayer's clients are --concurrency HTTP keep-alive connections (bench/wire.ts, a lean client:
+// the load generator takes as little as it can of the cores the service and anvil share). Each
+// measurement starts just after a block; one unmeasured round warms both paths up, then the rounds
+// alternate the two and the median is reported. The relayer runs as its own process
+// (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url>.
 //
 // Each round also prints the CPU time the service, anvil and this client spent per relayed
 // transaction (from /proc), a figure that moves less than the rates when other work loads the
@@ -32,10 +33,13 @@ import { parseArgs } from 'node:util';
 import { mnemonicToAccount } from 'viem/accounts';
 import { ANVIL_DEFAULT_MNEMONIC, freePort, startAnvil } from '../src/chains/evm/anvil.js';
 import { startFlags } from './flags.js';
+import { Wire } from './wire.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
 const RECEIVER = '0x000000000000000000000000000000000000dEaD';
+const SEND_PATH = '/api/v1/relayers/bench/transactions';
+const auth = { authorization: `Bearer ${API_KEY}` };
 /** The devnet key's account (config/keys/devnet.json), anvil's account 0. */
 const RELAYER_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
@@ -101,16 +105,6 @@ async function rpc<T = any>(url: string, method: string, params: unknown[] = [])
   const { body } = await post(url, { jsonrpc: '2.0', id: 1, method, params }, {}, method !== 'eth_sendRawTransaction');
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result as T;
-}
-
-/** Runs `task(i)` for i in [0, n) with `c` concurrent workers. */
-async function pool(n: number, c: number, task: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: c }, async () => {
-      while (next < n) await task(next++);
-    }),
-  );
 }
 
 async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
@@ -225,7 +219,7 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
 const CONFIRMED = `query { relayerTransactions(relayerId: "bench", status: confirmed, perPage: 1) { pagination { totalItems } } }`;
 
 async function confirmedCount(url: string): Promise<number> {
-  const { body } = await post(`${url}/graphql`, { query: CONFIRMED }, { authorization: `Bearer ${API_KEY}` });
+  const { body } = await post(`${url}/graphql`, { query: CONFIRMED }, auth);
   return body.data.relayerTransactions.pagination.totalItems;
 }
 
@@ -258,6 +252,8 @@ async function throughRelayer(
   already: number,
 ): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number; clientCpuMs: number }> {
   freshConnections();
+  const { hostname, port } = new URL(url);
+  const wires = await Promise.all(Array.from({ length: C }, () => Wire.open(hostname, Number(port))));
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
   await nextBlock(anvilUrl);
@@ -265,11 +261,17 @@ async function throughRelayer(
   const b0 = await blockNumber(anvilUrl);
   const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid), cpuMs(process.pid)];
   let failed = 0;
-  await pool(n, C, async (i) => {
-    const res = await post(`${url}/api/v1/relayers/bench/transactions`, { to: RECEIVER, value: i + 1 }, { authorization: `Bearer ${API_KEY}` }, false);
-    if (res.status !== 200) failed++;
-  });
+  let next = 0;
+  await Promise.all(
+    wires.map(async (wire) => {
+      while (next < n) {
+        const res = await wire.post(SEND_PATH, JSON.stringify({ to: RECEIVER, value: ++next }), auth);
+        if (res.status !== 200) failed++;
+      }
+    }),
+  );
   const t1 = performance.now();
+  for (const wire of wires) wire.close();
   if (failed) throw new Error(`${failed} sends were refused`);
   // Watch the chain until all are mined (asking the relayer meanwhile would load what is measured),
   // then the relayer until it reports every one confirmed.
