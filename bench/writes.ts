@@ -2,8 +2,9 @@
 // then saved three times (sent, submitted and due again, confirmed and final), in statements of 100
 // rows shaped as the intake's and the step's (a JSON recordset joined to the table). Run on PGlite
 // (in memory, migrated as the service migrates it) in two index layouts, alternated in pairs:
-//   partial  the indexes as migrated (the idempotency key's and due_at's partial)
-//   full     those two indexes over every row, as before migration 20261127000000_partial_indexes
+//   partial  the indexes as migrated (the idempotency key's and the due index partial)
+//   full     those two indexes over every row, the due index on due_at alone, as before migration
+//            20261127000000_partial_indexes
 // Prints the process's CPU time (both threads) a transaction for each, and their ratio per pair.
 //
 //   npx tsx bench/writes.ts [--count 10000] [--pairs 3]
@@ -19,7 +20,7 @@ const ROWS = 100;
 const FULL_INDEXES = `
   DROP INDEX "transactions_relayer_id_idempotency_key_key";
   CREATE UNIQUE INDEX "transactions_relayer_id_idempotency_key_key" ON "transactions" ("relayer_id", "idempotency_key");
-  DROP INDEX "transactions_due_at_idx";
+  DROP INDEX "transactions_due_at_nonce_idx";
   CREATE INDEX "transactions_due_at_idx" ON "transactions" ("due_at")`;
 
 const REQUEST = JSON.stringify({ to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', value: '1000000000000000', data: '0x', speed: 'fast', gas_limit: 21000 });

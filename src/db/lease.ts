@@ -36,13 +36,15 @@ export async function claimDue<T = string>(
  * At start-up, drops the leases nothing works on any more, so their rows are taken up at once
  * rather than when the leases run out: on the embedded database every lease (only one process can
  * open it, so any lease is from an earlier life of this one); on PostgreSQL those of this
- * instance's earlier life, when it has a stable INSTANCE_ID.
+ * instance's earlier life, when it has a stable INSTANCE_ID. Such a row due later is due now: rows
+ * written leased are due when their lease ends (transactions/store.ts).
  */
 export async function dropStaleLeases(rt: Pick<Runtime, 'db' | 'env' | 'instanceId'>, table: 'transactions' | 'deliveries') {
+  const drop = `UPDATE ${table} SET lease_owner = NULL, lease_until = NULL, due_at = CASE WHEN due_at > now() THEN now() ELSE due_at END`;
   if (rt.db.kind === 'pglite') {
-    await rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL`);
+    await rt.db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner IS NOT NULL`);
   } else if (rt.env.instanceId) {
-    await rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, rt.instanceId);
+    await rt.db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner = $1`, rt.instanceId);
   }
 }
 

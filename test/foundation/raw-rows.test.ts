@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
-import { claimDue } from '../../src/db/lease.js';
+import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { claimBelowNonce, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
@@ -314,6 +314,26 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     // The database is free for the next one.
     await db.transaction((tx) => tx.run([put('f')]));
     expect(await keys()).toEqual(['a', 'b', 'f']);
+  });
+
+  it('writes a row handed over leased due when its lease ends: the claim of due rows passes over it, and a restart dropping the lease makes it due at once', async () => {
+    await db.prisma.relayer.create({
+      data: { id: 'handed', name: 'h', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xabc', policies: {} },
+    });
+    const [row] = await insertTransactions(handle(), [{ ...full(7n), relayerId: 'handed', idempotencyKey: null }], {
+      relayers: [{ id: 'handed', notificationId: null }],
+      leaseOwner: 'me',
+    });
+    expect(row.dueAt).toEqual(row.leaseUntil);
+    expect(await db.prisma.transaction.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ dueAt: row.leaseUntil, leaseOwner: 'me' });
+    const claim = () => claimDue(db, 'transactions', { owner: 'next life', limit: 10, leaseMs: 30_000, where: `relayer_id = 'handed'` });
+    expect(await claim()).toEqual([]);
+
+    await dropStaleLeases({ db, env: { instanceId: 'me' }, instanceId: 'me' } as unknown as Runtime, 'transactions');
+    const after = await db.prisma.transaction.findUniqueOrThrow({ where: { id: row.id } });
+    expect(after).toMatchObject({ leaseOwner: null, leaseUntil: null });
+    expect(after.dueAt!.getTime()).toBeLessThanOrEqual(Date.now());
+    expect(await claim()).toEqual([row.id]);
   });
 
   it('commits a batch told to commit unless a returned row has a column set when none has, else keeps the transaction open', async () => {

@@ -97,13 +97,13 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
  * (nothing is written when it returns none).
  */
 const insertSql = (r: string) => `WITH r AS (${r})
-  INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until)
+  INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until, due_at)
   SELECT ${INSERTED.map(([f, , cast]) => {
     const v = f === 'nonce' ? 'x."nonce" + r.base' : DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
     return cast ? `${v}::${cast}` : v;
   }).join(', ')}, now(),
-    $2::text, CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END
-  FROM r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+    $2::text, l.until, coalesce(l.until, now())
+  FROM (SELECT CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END AS until) l, r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
   ORDER BY n
   RETURNING ${columnsAs(FILLED)}`;
 const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
@@ -112,7 +112,9 @@ const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
  * Inserts rows in one statement and returns them as written, in the order given, with the webhook
  * delivery of each new row queued in the same database transaction (`relayers`: the relayer of
  * every row). With `leaseOwner` they are written leased to it (for LEASE_MS), to be worked on
- * without claiming them first. With `guard` (an UPDATE of the relayer that returns `base`, its
+ * without claiming them first, and due when the lease ends, as no one could claim them sooner: the
+ * worker's poll for due rows then passes over them (it read every row in flight each time, to
+ * find each one leased). With `guard` (an UPDATE of the relayer that returns `base`, its
  * parameters numbered from $4), rows are written only if it returns its row, and their nonces are
  * offsets from `base`: none is written when it returns none.
  */
