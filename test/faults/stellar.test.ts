@@ -237,7 +237,8 @@ describe.each(await databaseKinds())('stellar: kill -9 at each crash point, then
       const [row] = await waitRows(instance, (rs) => /left for a person to decide/.test(rs[0]?.status_reason ?? ''), 30_000);
       expect(row).toMatchObject({ id, status: 'sent', sequence_number: feeBump ? Number(startSeq + 1n) : String(startSeq + 1n), sent_at: expect.any(String) });
       expect(row.status_reason).toMatch(/sequence number \d+ is used on chain .* but the transaction that used it was not found/);
-      expect(instance.output()).toMatch(/"level":40.*stellar sequence number used by an unknown transaction/);
+      // Logged once the step's save has committed: the row can be read before the line is through the pipe.
+      await expect.poll(() => instance.output(), { timeout: 10_000 }).toMatch(/"level":40.*stellar sequence number used by an unknown transaction/);
       const broadcasts = stub.calls.filter((m) => m === 'sendTransaction').length;
       await new Promise((r) => setTimeout(r, 2_000));
       expect(stub.calls.filter((m) => m === 'sendTransaction')).toHaveLength(broadcasts);
