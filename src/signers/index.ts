@@ -5,9 +5,9 @@ import { createPrivateKey, createPublicKey, sign as edSign, type KeyObject } fro
 import { inspect } from 'node:util';
 import { getAddressDecoder, type Address as SolanaAddress } from '@solana/kit';
 import { Keypair } from '@stellar/stellar-sdk';
-import { bytesToHex, type Address as EvmAddress } from 'viem';
+import { bytesToHex, type Address as EvmAddress, type TransactionSerializable } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { withFastSigning } from './secp256k1.js';
+import { type SignedEvmTransaction, withFastSigning } from './secp256k1.js';
 
 export type SignerKind = 'evm' | 'solana' | 'stellar';
 
@@ -24,6 +24,8 @@ export interface EvmSigner extends SignerBase {
   kind: 'evm';
   address: EvmAddress;
   account: PrivateKeyAccount;
+  /** Signs a transaction (as `account.signTransaction` does), giving its hash and signature too. */
+  signTransaction(tx: TransactionSerializable): Promise<SignedEvmTransaction>;
 }
 
 export interface SolanaSigner extends SignerBase {
@@ -84,9 +86,9 @@ export function createLocalSigner(secret: Uint8Array, kind: SignerKind): Signer 
     case 'evm': {
       // Checked here because the underlying library's error would echo the key.
       if (!isValidSecp256k1Key(secret)) throw new Error('evm secret is not a valid secp256k1 private key');
-      const account = withFastSigning(privateKeyToAccount(bytesToHex(secret)), secret);
+      const { account, sign } = withFastSigning(privateKeyToAccount(bytesToHex(secret)), secret);
       const address = account.address;
-      return finish<EvmSigner>({ kind, address, account, toJSON: () => ({ kind, address }) });
+      return finish<EvmSigner>({ kind, address, account, signTransaction: (tx) => sign(tx), toJSON: () => ({ kind, address }) });
     }
     case 'solana': {
       const key = ed25519PrivateKey(secret);

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { bytesToHex, parseTransaction, recoverTransactionAddress, type TransactionSerializable } from 'viem';
+import { bytesToHex, keccak256 as viemKeccak256, pad, parseTransaction, recoverTransactionAddress, type TransactionSerializable } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { signRecoverable } from 'tiny-secp256k1';
-import { createLocalSigner } from '../../src/signers/index.js';
+import { createLocalSigner, type EvmSigner } from '../../src/signers/index.js';
 import { nativeSign } from '../../src/signers/secp256k1.js';
+import { keccak256, keccak256Bytes } from '../../src/lib/keccak.js';
 
 const TXS: TransactionSerializable[] = [
   {
@@ -32,15 +33,20 @@ const TXS: TransactionSerializable[] = [
 
 describe('EVM transaction signing', () => {
   it('makes exactly the bytes viem makes for every transaction type, recoverable to the signer', async () => {
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < 200; i++) {
       const secret = randomBytes(32);
-      const ours = createLocalSigner(new Uint8Array(secret), 'evm');
+      const ours = createLocalSigner(new Uint8Array(secret), 'evm') as EvmSigner;
       const reference = privateKeyToAccount(bytesToHex(secret));
       for (const tx of TXS) {
         const raw = await ours.account.signTransaction(tx);
         expect(raw).toBe(await reference.signTransaction(tx));
         expect(await recoverTransactionAddress({ serializedTransaction: raw as never })).toBe(ours.address);
         expect(parseTransaction(raw).nonce).toBe(tx.nonce);
+        // The signer's own account of it is what the bytes say, r and s at their full 32 bytes
+        // (the bytes drop an r or s's leading zero bytes, about one signature in 128).
+        const signed = await ours.signTransaction(tx);
+        const parsed = parseTransaction(raw);
+        expect(signed).toEqual({ raw, hash: viemKeccak256(raw), signature: { r: pad(parsed.r!), s: pad(parsed.s!), yParity: parsed.yParity } });
       }
     }
   });
@@ -55,5 +61,16 @@ describe('EVM transaction signing', () => {
       expect(bytesToHex(ours.signature)).toBe(bytesToHex(wasm.signature));
       expect(ours.recoveryId).toBe(wasm.recoveryId);
     }
+  });
+
+  it('hashes as viem does at every length around the sponge block (136 bytes), and refuses what is not hex', () => {
+    for (const n of [0, 1, 31, 32, 113, 135, 136, 137, 271, 272, 273, 1000]) {
+      const bytes = new Uint8Array(randomBytes(n));
+      const hex = bytesToHex(bytes);
+      expect(keccak256(hex)).toBe(viemKeccak256(hex));
+      expect(keccak256(bytes)).toBe(viemKeccak256(bytes));
+      expect(bytesToHex(keccak256Bytes(hex))).toBe(viemKeccak256(hex));
+    }
+    for (const bad of ['0xabc', '0xzz', 'abcd', '0x12g4']) expect(() => keccak256(bad as `0x${string}`)).toThrow(/not hex/);
   });
 });

@@ -1,7 +1,7 @@
 // The EVM family's half of a step (core/step.ts runs it): reading the chain, signing and
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
-import { keccak256, parseTransaction, type Address, type Hex, type TransactionSerializable } from 'viem';
+import type { Address, Hex, TransactionSerializable } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/family.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
@@ -236,8 +236,7 @@ async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
   const unsigned = (
     'gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }
   ) as TransactionSerializable;
-  const raw = await ctx.signer.account.signTransaction(unsigned);
-  const sig = noop ? undefined : parseTransaction(raw);
+  const { raw, hash, signature } = await ctx.signer.signTransaction(unsigned);
   // The signing path it is on (its crash points), as recordSigning will file it.
   const filed = { kind: noop ? 'noop' : 'payload', version: noop ? undefined : w.st.version, nonce: nonceOf(w).toString() } as Broadcast;
   return {
@@ -246,11 +245,11 @@ async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
     gasLimit,
     signing: {
       raw,
-      hash: keccak256(raw),
+      hash,
       gasLimit,
       fees,
       feesJson: feesToJson(fees),
-      signature: sig && { r: sig.r!, s: sig.s!, v: Number(sig.yParity ?? sig.v) },
+      signature: noop ? undefined : { r: signature.r, s: signature.s, v: signature.yParity },
       now: new Date(),
     },
   };
