@@ -6,7 +6,7 @@
 import type { Relayer, Transaction } from '../generated/prisma/client.js';
 import type { Decision, Effect, Steps } from './transactions/family.js';
 import { familyOf } from './transactions/family.js';
-import { releaseTransactions, saveTransactions } from './transactions/store.js';
+import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
 import type { Runtime } from './runtime.js';
 import { slot } from './state.js';
 import { once } from '../lib/once.js';
@@ -206,7 +206,7 @@ async function write<D extends Decision>(rt: Runtime, ds: D[], which: (d: D) => 
     rt,
     rt.instanceId,
     changed.map((d) => {
-      const patch = { ...d.patch, ...(end ? { dueAt: dueAt(d) } : {}) };
+      const patch: TransactionPatch = end ? { dueAt: dueAt(d), ...d.patch } : { ...d.patch };
       // A status that becomes sent or submitted carries sent_at in the same write.
       if ((patch.status === 'sent' || patch.status === 'submitted') && !d.tx.sentAt && !patch.sentAt) patch.sentAt = new Date();
       return { before: d.tx, patch, via: d.via, release: end };

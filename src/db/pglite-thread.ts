@@ -124,7 +124,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
       if (stopped || closed) return reject(stopped ?? new Error('the database thread is closed'));
       const id = next++;
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ ...m, id });
+      worker.postMessage({ id, ...m });
     });
   const query = async (tx: number | undefined, sql: string, params?: unknown[], opts?: QueryOptions) =>
     parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [] }), defaults, opts);

@@ -231,10 +231,10 @@ async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
   if (fees === 'resend') return { signed: false, resend: true };
   const base = { chainId: ctx.chainId, nonce: Number(nonceOf(w)), gas: gasLimit };
   const body = noop
-    ? { ...base, to: ctx.relayer.address as Address, value: 0n }
-    : { ...base, to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined };
+    ? { to: ctx.relayer.address as Address, value: 0n, ...base }
+    : { to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined, ...base };
   const unsigned = (
-    'gasPrice' in fees ? { ...body, type: 'legacy', gasPrice: fees.gasPrice } : { ...body, type: 'eip1559', ...fees }
+    'gasPrice' in fees ? { type: 'legacy', gasPrice: fees.gasPrice, ...body } : { type: 'eip1559', ...fees, ...body }
   ) as TransactionSerializable;
   const { raw, hash, signature } = await ctx.signer.signTransaction(unsigned);
   // The signing path it is on (its crash points), as recordSigning will file it.
@@ -397,7 +397,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
   async perform(c, todo) {
     const ctx = c.evm!;
     const outcomes: EvmOutcome[] = new Array(todo.length);
-    const at = (pick: (e: EvmEffect) => boolean) => todo.map((t, i) => ({ ...t, i })).filter((t) => pick(t.effect));
+    const at = (pick: (e: EvmEffect) => boolean) => todo.map((t, i) => ({ i, ...t })).filter((t) => pick(t.effect));
     // Gaps first, then moves and signings, each work in turn; receipts and broadcasts in one batch each.
     for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e || e.stage === 'sign')]) {
       outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);

@@ -31,8 +31,8 @@ export interface Effect {
 export interface Decision<E extends Effect = Effect> {
   /** The row as last written: its lease guards the next write. */
   tx: Transaction;
-  /** The columns to write (status among them); empty when nothing changed. */
-  patch: TransactionPatch;
+  /** The columns to write (status among them); empty when nothing changed. The due time is nextInMs. */
+  patch: Omit<TransactionPatch, 'dueAt'>;
   /** Statuses passed through on the way to patch.status, each reported as its own event. */
   via?: TransactionStatus[];
   /** To perform next, all of one stage. */

