@@ -89,7 +89,7 @@ export async function openDatabase(opts: {
     const names = new Map<string, string>();
     const nameOf = (sql: string) => {
       let name = names.get(sql);
-      if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_read_${names.size}`));
+      if (!name && names.size < MAX_PREPARED) names.set(sql, (name = `relayer_stmt_${names.size}`));
       return name;
     };
     return {
@@ -97,7 +97,7 @@ export async function openDatabase(opts: {
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
-      transaction: (fn) => pgTransaction(pool, fn),
+      transaction: (fn) => pgTransaction(pool, nameOf, fn),
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});
@@ -130,7 +130,7 @@ export async function openDatabase(opts: {
   };
 }
 
-async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>): Promise<T> {
+async function pgTransaction<T>(pool: pg.Pool, nameOf: (sql: string) => string | undefined, fn: (tx: Batches) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no listener of the pool's: a server that goes away while it is held
   // would otherwise end the process (the statement in flight, if any, fails on its own).
@@ -153,7 +153,8 @@ async function pgTransaction<T>(pool: pg.Pool, fn: (tx: Batches) => Promise<T>):
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
-        for (const s of statements) rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes })).rows);
+        for (const s of statements)
+          rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes, name: s.prepare ? nameOf(s.sql) : undefined })).rows);
         ended = commits(opts?.commit, rows.at(-1));
         if (open && ended) await finish('COMMIT');
         return rows;

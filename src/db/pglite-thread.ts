@@ -57,6 +57,8 @@ function failure(f: Failure): Error {
 export interface Statement {
   sql: string;
   params?: unknown[];
+  /** PostgreSQL: run as a named statement, parsed and planned once per connection (SQL whose text is a constant). */
+  prepare?: boolean;
 }
 
 /**

@@ -2,6 +2,7 @@
 // the chain's nonce, the clock). No I/O here: each function reads the work record and what was
 // observed, and changes only that record; pipeline.ts performs the effects and writes the result.
 import type { Hex } from 'viem';
+import { canonicalJson } from '../../lib/json.js';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import type { TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './errors.js';
@@ -86,29 +87,14 @@ export const unchanged = (w: Work) =>
   w.reason === undefined &&
   Object.keys(w.patch).length === 0 &&
   reasonOf(w) === w.tx.statusReason &&
-  canonical(w.st) === storedCanonical(w.tx);
+  canonicalJson(w.st) === storedCanonical(w.tx);
 
 // A row read from the database never changes, so its state's canonical form is worked out once.
 const stored = new WeakMap<Transaction, string>();
 function storedCanonical(tx: Transaction): string {
   let c = stored.get(tx);
-  if (c === undefined) stored.set(tx, (c = canonical(tx.chainState)));
+  if (c === undefined) stored.set(tx, (c = canonicalJson(tx.chainState)));
   return c;
-}
-
-/** JSON with keys sorted at every level and undefined left out (jsonb does not keep key order). */
-function canonical(v: unknown): string {
-  const sort = (x: unknown): unknown =>
-    Array.isArray(x)
-      ? x.map(sort)
-      : x && typeof x === 'object'
-        ? Object.fromEntries(
-            Object.keys(x)
-              .sort()
-              .flatMap((k) => ((x as Record<string, unknown>)[k] === undefined ? [] : [[k, sort((x as Record<string, unknown>)[k])]])),
-          )
-        : x;
-  return JSON.stringify(sort(v));
 }
 
 /** Every hash this transaction was ever signed as, at any nonce: any of them may be the one mined. */

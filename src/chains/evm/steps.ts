@@ -397,7 +397,8 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
   async perform(c, todo) {
     const ctx = c.evm!;
     const outcomes: EvmOutcome[] = new Array(todo.length);
-    const at = (pick: (e: EvmEffect) => boolean) => todo.map((t, i) => ({ i, ...t })).filter((t) => pick(t.effect));
+    const indexed = todo.map((t, i) => ({ i, effect: t.effect, d: t.d }));
+    const at = (pick: (e: EvmEffect) => boolean) => indexed.filter((t) => pick(t.effect));
     // Gaps first, then moves and signings, each work in turn; receipts and broadcasts in one batch each.
     for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e || e.stage === 'sign')]) {
       outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);

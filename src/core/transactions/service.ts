@@ -4,6 +4,7 @@ import { conflict, invalid, isDomainError, notFound, transactionNotFound } from 
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../relayers/policies.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
+import { canonicalJson } from '../../lib/json.js';
 import { once } from '../../lib/once.js';
 import { paged, toPage, type PageAsk } from '../page.js';
 import { familyOf } from './family.js';
@@ -51,24 +52,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** A stable digest of what the client sent, to tell a retry from a different request. */
 function requestDigest(input: Record<string, unknown>): string {
-  const canonical = (v: unknown): unknown =>
-    typeof v === 'bigint'
-      ? v.toString()
-      : v instanceof Date
-        ? v.toISOString()
-        : Array.isArray(v)
-          ? v.map(canonical)
-          : v && typeof v === 'object'
-            ? Object.fromEntries(
-                Object.keys(v)
-                  .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-                  .sort()
-                  .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-              )
-            : v;
-  return createHash('sha256')
-    .update(JSON.stringify(canonical(input)))
-    .digest('hex');
+  return createHash('sha256').update(canonicalJson(input)).digest('hex');
 }
 
 async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {

@@ -147,6 +147,7 @@ export async function insertTransactions(
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
     params: [recordsetJson(rows.map((r, n) => ({ n, ...r }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
+    prepare: true,
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
@@ -381,7 +382,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
     updated_at: now,
     ...Object.fromEntries(fields.map((f) => [f, after[f]])),
   }));
-  const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner] };
+  const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner], prepare: true };
   // Without a change of status there is nothing to report, and without a notification no one to
   // report it to: the UPDATE alone, committed with it.
   const silent = rows.every(({ change, after }) => change.before.status === after.status);
