@@ -11,9 +11,11 @@
 // alternate the two and the median is reported. The relayer runs as its own process
 // (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url>.
 //
-// Each round also prints the CPU time the service, anvil and this client spent per relayed
-// transaction (from /proc), a figure that moves less than the rates when other work loads the
-// machine.
+// Each round also prints the CPU time the service, anvil, this client and (when it runs on this
+// machine) the PostgreSQL server spent per relayed transaction (from /proc), a figure that moves
+// less than the rates when other work loads the machine; and their sum beside the CPU the chain's
+// rate leaves a transaction on this machine's cores (cores / chain rate): relaying at the chain's
+// rate needs the sum below it.
 //
 // A round is sized in blocks: by default 20 blocks' worth of transfers (the block gas limit over
 // 21,000 gas, read from the chain), so one missed block moves a round's ratio by at most
@@ -23,10 +25,10 @@
 //   npx tsx bench/evm.ts [--blocks 20 | --count N] [--rounds 3] [--concurrency 64] [--postgres postgres://...] [--json]
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -56,6 +58,7 @@ const { values: args } = parseArgs({
 });
 let N = 0; // set once the chain's block capacity is known
 const C = Number(args.concurrency);
+const CORES = availableParallelism();
 
 // A fresh pool of keep-alive connections for each phase: anvil closes idle connections early, and
 // a request sent on one it closed meanwhile fails (a raw transaction must not be sent twice blindly).
@@ -235,14 +238,45 @@ async function waitProgress(what: string, read: () => Promise<number>, target: n
   }, pollMs);
 }
 
+/** A process's /proc stat fields from its state on (field 3 is [0]); null when it is gone or not Linux. */
+function statOf(pid: number | string | undefined): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  } catch {
+    return null;
+  }
+}
+const TICK_MS = 10; // /proc counts CPU in ticks of 1/100 s
+
 /** CPU time a process has used so far, in ms (Linux /proc; 0 elsewhere). */
 function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in ticks of 1/100 s
-  } catch {
-    return 0;
+  const f = statOf(pid);
+  return f ? (Number(f[11]) + Number(f[12])) * TICK_MS : 0; // utime + stime
+}
+
+/**
+ * CPU time this machine's PostgreSQL servers have used so far, in ms: every postgres process's
+ * own, and the postmasters' reaped children's (backends that ended); null when the server is
+ * not on this machine.
+ */
+function postgresCpuMs(): number | null {
+  if (!args.postgres || !['127.0.0.1', 'localhost', '[::1]'].includes(new URL(args.postgres).hostname)) return null;
+  const commOf = (pid: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      return null; // it ended meanwhile
+    }
+  };
+  const postgres = new Set(readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && commOf(pid) === 'postgres'));
+  let ms = 0;
+  for (const pid of postgres) {
+    const f = statOf(pid);
+    if (!f) continue;
+    ms += (Number(f[11]) + Number(f[12])) * TICK_MS;
+    if (!postgres.has(f[1])) ms += (Number(f[13]) + Number(f[14])) * TICK_MS; // cutime + cstime of a postmaster
   }
+  return postgres.size > 0 ? ms : null;
 }
 
 async function throughRelayer(
@@ -250,7 +284,7 @@ async function throughRelayer(
   anvilUrl: string,
   n: number,
   already: number,
-): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; anvilCpuMs: number; clientCpuMs: number }> {
+): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; serverCpuMs: number | null; anvilCpuMs: number; clientCpuMs: number }> {
   freshConnections();
   const { hostname, port } = new URL(url);
   const wires = await Promise.all(Array.from({ length: C }, () => Wire.open(hostname, Number(port))));
@@ -260,6 +294,7 @@ async function throughRelayer(
   const t0 = performance.now();
   const b0 = await blockNumber(anvilUrl);
   const cpu0 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid), cpuMs(process.pid)];
+  const server0 = postgresCpuMs();
   let failed = 0;
   let next = 0;
   await Promise.all(
@@ -279,11 +314,13 @@ async function throughRelayer(
   const blocks = (await blockNumber(anvilUrl)) - b0;
   await waitProgress('confirmed count', () => confirmedCount(url), already + n, 25);
   const t2 = performance.now();
+  const server1 = postgresCpuMs();
   return {
     accepted: n / ((t1 - t0) / 1000),
     e2e: n / ((t2 - t0) / 1000),
     blocks,
     serviceCpuMs: (cpuMs(relayer?.child.pid) - cpu0[0]) / n,
+    serverCpuMs: server0 === null || server1 === null ? null : (server1 - server0) / n,
     anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0[1]) / n,
     clientCpuMs: (cpuMs(process.pid) - cpu0[2]) / n,
   };
@@ -307,13 +344,16 @@ try {
   await throughRelayer(relayer.url, anvil.url, warm, 0);
   await direct(anvil.url, 1);
   // Rounds alternate the two, so a busy machine slows both alike; the ratio is taken per round.
-  const rounds: ({ chain: number; chainBlocks: number; chainAnvilCpuMs: number } & Awaited<ReturnType<typeof throughRelayer>>)[] = [];
+  const rounds: ({ chain: number; chainBlocks: number; chainAnvilCpuMs: number; machineCpuMs: number; budgetCpuMs: number } & Awaited<
+    ReturnType<typeof throughRelayer>
+  >)[] = [];
   let done = warm;
   for (let r = 0; r < Number(args.rounds); r++) {
     const { rate: chain, blocks: chainBlocks, anvilCpuMs: chainAnvilCpuMs } = await direct(anvil.url, 1 + (r % 3));
     const through = await throughRelayer(relayer.url, anvil.url, N, done);
     done += N;
-    rounds.push({ chain, chainBlocks, chainAnvilCpuMs, ...through });
+    const machineCpuMs = through.serviceCpuMs + (through.serverCpuMs ?? 0) + through.anvilCpuMs + through.clientCpuMs;
+    rounds.push({ chain, chainBlocks, chainAnvilCpuMs, ...through, machineCpuMs, budgetCpuMs: (CORES * 1000) / chain });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const f = (x: number) => x.toFixed(0).padStart(6);
@@ -325,7 +365,7 @@ try {
   );
   for (const [i, r] of rounds.entries()) {
     console.log(
-      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, anvil ${r.anvilCpuMs.toFixed(2)} ms (direct ${r.chainAnvilCpuMs.toFixed(2)}), this client ${r.clientCpuMs.toFixed(2)} ms`,
+      `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, ${r.serverCpuMs === null ? '' : `PostgreSQL server ${r.serverCpuMs.toFixed(2)} ms, `}anvil ${r.anvilCpuMs.toFixed(2)} ms (direct ${r.chainAnvilCpuMs.toFixed(2)}), this client ${r.clientCpuMs.toFixed(2)} ms; all ${r.machineCpuMs.toFixed(2)} ms against ${r.budgetCpuMs.toFixed(2)} ms the chain's rate leaves on ${CORES} cores`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
