@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Transaction } from '../../src/generated/prisma/client.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
-import { claimBelowNonce, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
+import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
@@ -271,13 +271,16 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     );
     await db.query(`UPDATE transactions SET nonce = 50 WHERE id = '${d.id}'`);
 
-    const claimed = await claimBelowNonce(rt, 'mined', 45n);
-    expect(claimed.map((t) => t.id).sort()).toEqual([a.id, b.id, c.id].sort());
+    // The nonces the chain passed since the last look, 41 to 44: a (40) was passed before.
+    const claimed = await claimMinedNonces(rt, 'mined', 41n, 45n);
+    expect(claimed.map((t) => t.id).sort()).toEqual([b.id, c.id].sort());
     for (const tx of claimed) expect(tx).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: tx.id } }));
     expect(claimed.find((t) => t.id === b.id)).toMatchObject({ nonce: 44n, hash: '0x41', leaseOwner: 'w' });
     expect(claimed.find((t) => t.id === c.id)).toMatchObject({ status: 'mined', chainState: { phase: 'mined' } });
-    // Held now: a second claim takes nothing.
-    expect(await claimBelowNonce(rt, 'mined', 45n)).toEqual([]);
+    // b and c are held now: from 40, only a (a row saved here, read back from memory) is left.
+    const [left] = await claimMinedNonces(rt, 'mined', 40n, 45n);
+    expect(left).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: a.id } }));
+    expect(await claimMinedNonces(rt, 'mined', 40n, 45n)).toEqual([]);
   });
 
   it('runs hand-written database transactions in batches: committed with the last batch or when done, rolled back by a throw or a failed statement', async () => {

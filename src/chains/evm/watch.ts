@@ -1,5 +1,5 @@
 import { byNonce } from '../../core/step.js';
-import { claimBelowNonce } from '../../core/transactions/store.js';
+import { claimMinedNonces } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
 import type { EvmContext } from './context.js';
@@ -69,10 +69,14 @@ function wake(w: Watch, latest: bigint, all = false) {
   for (const x of woken) x.wake();
 }
 
-/** The rows whose nonce the chain passed, still in flight and free, leased to this instance's worker. */
-async function claimMined(rt: Runtime, relayerId: string, latest: bigint) {
+/**
+ * The rows whose nonce the chain passed since the watch last looked (`from`, the mined nonce it saw
+ * then), still in flight and free, leased to this instance's worker. A row below `from` was passed
+ * before; its own due time brings it back.
+ */
+async function claimMined(rt: Runtime, relayerId: string, from: bigint, latest: bigint) {
   if (!rt.handOff) return; // the worker stopped
-  const rows = await claimBelowNonce(rt, relayerId, latest);
+  const rows = await claimMinedNonces(rt, relayerId, from, latest);
   if (rows.length > 0) rt.handOff(rows.sort(byNonce));
 }
 
@@ -82,9 +86,10 @@ function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: 
     try {
       const latest = await latestNonce(ctx);
       if (latest > w.seen) {
+        const from = w.seen;
         w.seen = latest;
         wake(w, latest);
-        await claimMined(rt, ctx.relayer.id, latest);
+        await claimMined(rt, ctx.relayer.id, from, latest);
       }
       if (latest > w.upTo) {
         watches.delete(key);

@@ -196,13 +196,18 @@ function remember(rt: Runtime, row: Transaction) {
 const CLAIMED = ['id', 'updatedAt', 'nonce', 'status', 'dueAt', 'leaseOwner', 'leaseUntil'] as const;
 const BY_IDS = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
 
-/** Claims the relayer's in-flight rows below `nonce` that no one holds (the chain has mined past them), due or not. */
-export async function claimBelowNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction[]> {
+/**
+ * Claims the relayer's in-flight rows with a nonce in [from, below) that no one holds (the chain
+ * has mined past them), due or not. Bounded below, so it reads the nonces the chain just passed
+ * whatever the statistics and the dead index entries (a server without autovacuum): unbounded, it
+ * read every earlier transaction of the relayer, 0.6-0.8 s at 45,000 of them.
+ */
+export async function claimMinedNonces(rt: Runtime, relayerId: string, from: bigint, below: bigint): Promise<Transaction[]> {
   const claimed = await rt.db.read<Pick<Transaction, (typeof CLAIMED)[number]>>(
-    `UPDATE transactions SET lease_owner = $3, lease_until = now() + ($4 || ' milliseconds')::interval
-     WHERE relayer_id = $1 AND nonce < $2 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
+    `UPDATE transactions SET lease_owner = $4, lease_until = now() + ($5 || ' milliseconds')::interval
+     WHERE relayer_id = $1 AND nonce >= $2 AND nonce < $3 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
      RETURNING ${columnsAs(CLAIMED)}`,
-    [relayerId, nonce.toString(), rt.instanceId, String(LEASE_MS)],
+    [relayerId, from.toString(), below.toString(), rt.instanceId, String(LEASE_MS)],
   );
   const saved = rt.state(SAVED);
   const rows: Transaction[] = [];
