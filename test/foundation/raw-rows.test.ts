@@ -278,8 +278,8 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(claimed.find((t) => t.id === b.id)).toMatchObject({ nonce: 44n, hash: '0x41', leaseOwner: 'w' });
     expect(claimed.find((t) => t.id === c.id)).toMatchObject({ status: 'mined', chainState: { phase: 'mined' } });
     // b and c are held now: from 40, only a (a row saved here, read back from memory) is left.
-    const [left] = await claimMinedNonces(rt, 'mined', 40n, 45n);
-    expect(left).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: a.id } }));
+    const left = await claimMinedNonces(rt, 'mined', 40n, 45n);
+    expect(left).toEqual([await db.prisma.transaction.findUniqueOrThrow({ where: { id: a.id } })]);
     expect(await claimMinedNonces(rt, 'mined', 40n, 45n)).toEqual([]);
   });
 
