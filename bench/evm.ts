@@ -238,20 +238,23 @@ async function waitProgress(what: string, read: () => Promise<number>, target: n
   }, pollMs);
 }
 
-/** A process's /proc stat fields from its state on (field 3 is [0]); null when it is gone or not Linux. */
-function statOf(pid: number | string | undefined): string[] | null {
+/** A process's name and its /proc stat fields from its state on (field 3 is [0]); null when it is gone or not Linux. */
+function statOf(pid: number | string | undefined): { comm: string; fields: string[] } | null {
   try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(') ');
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
   } catch {
     return null;
   }
 }
-const TICK_MS = 10; // /proc counts CPU in ticks of 1/100 s
+/** ms of CPU from two /proc tick counters (ticks of 1/100 s): utime + stime at 11, cutime + cstime at 13. */
+const ticksMs = (f: string[], at: 11 | 13) => (Number(f[at]) + Number(f[at + 1])) * 10;
 
 /** CPU time a process has used so far, in ms (Linux /proc; 0 elsewhere). */
 function cpuMs(pid: number | undefined): number {
-  const f = statOf(pid);
-  return f ? (Number(f[11]) + Number(f[12])) * TICK_MS : 0; // utime + stime
+  const s = statOf(pid);
+  return s ? ticksMs(s.fields, 11) : 0;
 }
 
 /**
@@ -261,21 +264,13 @@ function cpuMs(pid: number | undefined): number {
  */
 function postgresCpuMs(): number | null {
   if (!args.postgres || !['127.0.0.1', 'localhost', '[::1]'].includes(new URL(args.postgres).hostname)) return null;
-  const commOf = (pid: string) => {
-    try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    } catch {
-      return null; // it ended meanwhile
-    }
-  };
-  const postgres = new Set(readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && commOf(pid) === 'postgres'));
-  let ms = 0;
-  for (const pid of postgres) {
-    const f = statOf(pid);
-    if (!f) continue;
-    ms += (Number(f[11]) + Number(f[12])) * TICK_MS;
-    if (!postgres.has(f[1])) ms += (Number(f[13]) + Number(f[14])) * TICK_MS; // cutime + cstime of a postmaster
+  const postgres = new Map<string, string[]>();
+  for (const pid of readdirSync('/proc')) {
+    const s = /^\d+$/.test(pid) ? statOf(pid) : null; // null too when it ended meanwhile
+    if (s?.comm === 'postgres') postgres.set(pid, s.fields);
   }
+  let ms = 0;
+  for (const f of postgres.values()) ms += ticksMs(f, 11) + (postgres.has(f[1]) ? 0 : ticksMs(f, 13)); // a postmaster: its reaped children too
   return postgres.size > 0 ? ms : null;
 }
 
