@@ -10,6 +10,8 @@ export type Parsers = Record<number, (value: string, oid?: number) => unknown>;
 interface QueryOptions {
   rowMode?: 'array' | 'object';
   parsers?: Parsers;
+  /** A named statement, parsed once (SQL whose text is a constant). */
+  prepare?: boolean;
 }
 interface Raw {
   rows: (string | null)[][];
@@ -57,7 +59,7 @@ function failure(f: Failure): Error {
 export interface Statement {
   sql: string;
   params?: unknown[];
-  /** PostgreSQL: run as a named statement, parsed and planned once per connection (SQL whose text is a constant). */
+  /** A named statement, parsed once per connection and planned once where a generic plan serves (SQL whose text is a constant). */
   prepare?: boolean;
 }
 
@@ -70,6 +72,8 @@ export type Commit = boolean | { unlessSet: string };
 
 export interface ThreadedPGlite {
   query: PGlite['query'];
+  /** query() with this side's options: parsers of its own, a named statement. */
+  read(sql: string, params: unknown[] | undefined, opts: QueryOptions): Promise<Results>;
   exec: PGlite['exec'];
   transaction: PGlite['transaction'];
   /**
@@ -129,7 +133,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
       worker.postMessage({ id, ...m });
     });
   const query = async (tx: number | undefined, sql: string, params?: unknown[], opts?: QueryOptions) =>
-    parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [] }), defaults, opts);
+    parse(await call<Raw>({ op: 'query', tx, sql, params: params ?? [], prepare: opts?.prepare }), defaults, opts);
   const exec = async (tx: number | undefined, sql: string, opts?: QueryOptions) =>
     (await call<Raw[]>({ op: 'exec', tx, sql })).map((r) => parse(r, defaults, opts));
 
@@ -140,6 +144,7 @@ export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGli
     },
     end: (tx, commit) => call({ op: 'end', tx, commit }),
     query: ((sql: string, params?: unknown[], opts?: QueryOptions) => query(undefined, sql, params, opts)) as PGlite['query'],
+    read: (sql, params, opts) => query(undefined, sql, params, opts),
     exec: ((sql: string, opts?: QueryOptions) => exec(undefined, sql, opts)) as PGlite['exec'],
     transaction: (async <T>(fn: (tx: Transaction) => Promise<T>) => {
       const id = await call<number>({ op: 'begin' });

@@ -63,3 +63,38 @@ it('refuses work once closed', async () => {
   expect(other.closed).toBe(true);
   await expect(other.query('SELECT 1')).rejects.toThrow(/database thread/);
 });
+
+it('runs a named statement as an unnamed one, also after the transaction it was first parsed in failed or rolled back', async () => {
+  const insert = { sql: 'INSERT INTO t (id, note) VALUES ($1, $2) RETURNING id, note', prepare: true };
+  const read = { sql: 'SELECT id, note FROM t WHERE id = $1', prepare: true };
+  // Parsed in a transaction whose next statement fails: the statement outlives the rollback.
+  await expect(
+    thread.batch(
+      [
+        { ...insert, params: [10, 'a'] },
+        { ...insert, params: [10, 'again'] },
+      ],
+      { commit: true },
+    ),
+  ).rejects.toMatchObject({ code: '23505' });
+  // Parsed nowhere: the transaction was aborted when it came, so it is parsed on its next use.
+  await thread.transaction(async (tx) => {
+    await expect(tx.query('SELECT 1/0')).rejects.toThrow(/division by zero/);
+    await expect(tx.query(read.sql, [1], { prepare: true } as object)).rejects.toThrow(/aborted/);
+  });
+  for (let i = 0; i < 8; i++) {
+    const { results } = await thread.batch(
+      [
+        { ...insert, params: [20 + i, `n${i}`] },
+        { ...read, params: [20 + i] },
+      ],
+      { commit: true },
+    );
+    expect(results.map((r) => r.rows)).toEqual([[{ id: 20 + i, note: `n${i}` }], [{ id: 20 + i, note: `n${i}` }]]);
+  }
+  expect((await thread.read('SELECT id, note FROM t WHERE id = $1', [10], { prepare: true })).rows).toEqual([]);
+  expect((await thread.read('SELECT id, note FROM t WHERE id = $1', [27], { prepare: true })).rows).toEqual([{ id: 27, note: 'n7' }]);
+  // PGlite's own query() reads its answers as before, between and after the raw ones.
+  expect((await thread.query('SELECT note FROM t WHERE id = $1', [21])).rows).toEqual([{ note: 'n1' }]);
+  await thread.query('DELETE FROM t WHERE id >= 10');
+});
