@@ -28,6 +28,8 @@ export async function claimDue<T = string>(
      )
      RETURNING ${opts.returning ?? 'id'}`,
     [opts.owner, String(opts.leaseMs), opts.limit],
+    // Each caller's text is a constant; it runs every poll of a worker.
+    { prepare: true },
   );
   return (opts.returning ? rows : rows.map((r) => r.id)) as T[];
 }

@@ -7,6 +7,8 @@ import { messages, PGlite, protocol, types } from '@electric-sql/pglite';
 
 const pg = new PGlite(workerData.dataDir);
 await pg.waitReady;
+// As on PostgreSQL (db/client.ts, PLAN_CACHE_MODE): named statements are planned at every run.
+await pg.exec('SET plan_cache_mode = force_custom_plan');
 // Every array type with its element type, as PGlite reads them to parse arrays (for the other side).
 const { rows: arrays } = await pg.query('SELECT typarray, oid FROM pg_catalog.pg_type WHERE typarray <> 0', [], { rowMode: 'array' });
 pg.parsers = {};
@@ -76,9 +78,7 @@ function extendedQuery(sql, params, name, parse) {
   ]);
 }
 
-// Named statements, by SQL: parsed once, and planned once when PostgreSQL finds its generic plan
-// as good (plan_cache_mode auto). Planning reads the size of the table and of each of its indexes,
-// a file-system call each here: a read by id took about 400 µs of this thread unnamed, 150 named.
+// Named statements, by SQL: parsed once (and planned at every run, see above).
 // Bounded, should a caller mark SQL built with values in its text.
 const MAX_PREPARED = 64;
 const prepared = new Map();

@@ -158,6 +158,11 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     }
   });
 
+  it('plans named statements at every run, on every connection: a plan made while the table was small is not kept', async () => {
+    const modes = await Promise.all(Array.from({ length: 12 }, () => db.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')));
+    expect(new Set(modes.map(([r]) => r.plan_cache_mode))).toEqual(new Set(['force_custom_plan']));
+  });
+
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;

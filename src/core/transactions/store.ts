@@ -208,6 +208,7 @@ export async function claimMinedNonces(rt: Runtime, relayerId: string, from: big
      WHERE relayer_id = $1 AND nonce >= $2 AND nonce < $3 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
      RETURNING ${columnsAs(CLAIMED)}`,
     [relayerId, from.toString(), below.toString(), rt.instanceId, String(LEASE_MS)],
+    { prepare: true },
   );
   const saved = rt.state(SAVED);
   const rows: Transaction[] = [];
@@ -219,7 +220,7 @@ export async function claimMinedNonces(rt: Runtime, relayerId: string, from: big
     else unknown.push(c.id);
   }
   // Held by this instance now: read as they stand.
-  if (unknown.length > 0) rows.push(...(await rt.db.read<Transaction>(BY_IDS, [JSON.stringify(unknown)])));
+  if (unknown.length > 0) rows.push(...(await rt.db.read<Transaction>(BY_IDS, [JSON.stringify(unknown)], { prepare: true })));
   return rows;
 }
 
@@ -432,9 +433,11 @@ const listWhere = (status: Transaction['status'] | null | undefined) => (status 
 
 /** A page of a relayer's transactions (optionally of one status), newest first. */
 export function readPage(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined, skip: number, take: number): Promise<Transaction[]> {
+  const params = status ? [relayerId, status] : [relayerId];
   return rt.db.read<Transaction>(
-    `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${listWhere(status)} ORDER BY created_at DESC, id DESC LIMIT ${take} OFFSET ${skip}`,
-    status ? [relayerId, status] : [relayerId],
+    `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${listWhere(status)} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    [...params, take, skip],
+    { prepare: true },
   );
 }
 
