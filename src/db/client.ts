@@ -87,8 +87,14 @@ export async function openDatabase(opts: {
   if (opts.databaseUrl) {
     // Migrations on their own pool, ended afterwards (it drops the engine's session locks).
     await applyMigrations(new PrismaPg({ connectionString: opts.databaseUrl, max: 10 }));
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
-    pool.on('connect', (client) => void client.query(`SET plan_cache_mode = ${PLAN_CACHE_MODE}`).catch(() => {}));
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: 10,
+      // Before the connection is handed out (a server without the setting keeps its default).
+      onConnect: async (client) => {
+        await client.query(`SET plan_cache_mode = ${PLAN_CACHE_MODE}`).catch(() => {});
+      },
+    });
     // Without a listener, an idle connection the server ends would be an uncaught exception.
     pool.on('error', (err) => opts.onIdleError?.(err));
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
