@@ -59,7 +59,7 @@ function failure(f: Failure): Error {
 export interface Statement {
   sql: string;
   params?: unknown[];
-  /** A named statement, parsed once per connection and planned once where a generic plan serves (SQL whose text is a constant). */
+  /** A named statement, parsed once per connection and planned at every run (SQL whose text is a constant). */
   prepare?: boolean;
 }
 
