@@ -55,7 +55,7 @@ export interface ReadOptions {
  */
 const PLAN_CACHE_MODE = 'force_custom_plan';
 
-/** Prepared statements per process at most; past it, SQL runs unnamed (a bound, should a caller build texts). */
+/** Prepared statements per process (per connection on PGlite) at most; past it, SQL runs unnamed (a bound, should a caller build texts). */
 const MAX_PREPARED = 64;
 
 const INT8 = 20;
@@ -121,7 +121,8 @@ export async function openDatabase(opts: {
     dir = path.join(opts.dataDir ?? './data', 'pglite');
     await mkdir(dir, { recursive: true });
   }
-  const pglite = await openThreadedPGlite(dir);
+  const pglite = await openThreadedPGlite(dir, { maxPrepared: MAX_PREPARED });
+  await pglite.exec(`SET plan_cache_mode = ${PLAN_CACHE_MODE}`);
   // Prisma's adapter uses only the three entry points the thread offers.
   const factory = new PrismaPGlite(pglite as unknown as PGlite);
   await applyMigrations(factory).catch(async (e) => {

@@ -7,8 +7,6 @@ import { messages, PGlite, protocol, types } from '@electric-sql/pglite';
 
 const pg = new PGlite(workerData.dataDir);
 await pg.waitReady;
-// As on PostgreSQL (db/client.ts, PLAN_CACHE_MODE): named statements are planned at every run.
-await pg.exec('SET plan_cache_mode = force_custom_plan');
 // Every array type with its element type, as PGlite reads them to parse arrays (for the other side).
 const { rows: arrays } = await pg.query('SELECT typarray, oid FROM pg_catalog.pg_type WHERE typarray <> 0', [], { rowMode: 'array' });
 pg.parsers = {};
@@ -78,9 +76,9 @@ function extendedQuery(sql, params, name, parse) {
   ]);
 }
 
-// Named statements, by SQL: parsed once (and planned at every run, see above).
-// Bounded, should a caller mark SQL built with values in its text.
-const MAX_PREPARED = 64;
+// Named statements, by SQL: parsed once. At most `maxPrepared` of them (db/client.ts sets the bound
+// and how they are planned); past it, SQL runs unnamed.
+const MAX_PREPARED = workerData.maxPrepared ?? 0;
 const prepared = new Map();
 
 // The fields of an ErrorResponse, under the names PGlite's (and node-postgres') errors give them.

@@ -87,10 +87,13 @@ export interface ThreadedPGlite {
   close(): Promise<void>;
 }
 
-/** Opens the database under `dataDir` (in memory without one) on a new thread. */
-export async function openThreadedPGlite(dataDir?: string): Promise<ThreadedPGlite> {
+/**
+ * Opens the database under `dataDir` (in memory without one) on a new thread; statements marked
+ * `prepare` are named, up to `maxPrepared` texts (none without it).
+ */
+export async function openThreadedPGlite(dataDir?: string, opts: { maxPrepared?: number } = {}): Promise<ThreadedPGlite> {
   const worker = new Worker(new URL('./pglite-thread.mjs', import.meta.url), {
-    workerData: { dataDir },
+    workerData: { dataDir, maxPrepared: opts.maxPrepared },
     execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')),
   });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();

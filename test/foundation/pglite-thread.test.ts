@@ -8,7 +8,7 @@ const SETUP = `CREATE TABLE t (id int PRIMARY KEY, big int8, flag bool, at times
 const ROW = `INSERT INTO t VALUES (1, 9007199254740993, true, '2026-11-25 10:00:00.123', '{"a":[1,2]}', '{x,"y z"}', '\\xdeadbeef', 1.50, NULL)`;
 
 beforeAll(async () => {
-  thread = await openThreadedPGlite();
+  thread = await openThreadedPGlite(undefined, { maxPrepared: 64 });
   local = new PGlite();
   for (const db of [thread, local]) {
     await db.exec(SETUP);
