@@ -178,7 +178,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
 
 // ---- through the relayer --------------------------------------------------------------------
 
-async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: string; child: ChildProcess }> {
+async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: string; metricsUrl: string; child: ChildProcess }> {
   const config = {
     relayers: [{ id: 'bench', name: 'bench', network: 'localnet', network_type: 'evm', signer_id: 'dev', policies: {} }],
     signers: [{ id: 'dev', type: 'local', config: { path: path.join(ROOT, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } }],
@@ -189,6 +189,7 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
   };
   await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
   const port = await freePort();
+  const metricsPort = await freePort();
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
   const child = spawn(process.execPath, [...profile, ...startFlags(), '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
@@ -201,6 +202,8 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
       DATA_DIR: dir,
       DEVNET: 'false',
       LOG_LEVEL: 'warn',
+      METRICS_ENABLED: 'true',
+      METRICS_PORT: String(metricsPort),
       RATE_LIMIT_REQUESTS_PER_SECOND: '1000000',
       RATE_LIMIT_BURST_SIZE: '1000000',
       ...(args.postgres ? { DATABASE_URL: args.postgres } : {}),
@@ -216,8 +219,32 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
       ),
     200,
   );
-  return { url, child };
+  return { url, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, child };
 }
+
+/**
+ * What the service counted of its chain calls (by method; a JSON-RPC batch counts once, as
+ * `batch:<its first method>`) and of its resubmissions, from its Prometheus metrics.
+ */
+async function chainWork(metricsUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(metricsUrl)).text();
+  const counts = new Map<string, number>();
+  for (const [, name, labels, value] of text.matchAll(/^(relayer_rpc_requests_total|relayer_transaction_resubmissions_total)\{([^}]*)\} (\S+)$/gm)) {
+    const key =
+      name === 'relayer_rpc_requests_total'
+        ? `${/method="([^"]*)"/.exec(labels)![1]}${/outcome="ok"/.test(labels) ? '' : ` (${/outcome="([^"]*)"/.exec(labels)![1]})`}`
+        : 'resubmissions';
+    counts.set(key, (counts.get(key) ?? 0) + Number(value));
+  }
+  return counts;
+}
+
+/** The counts of `after` that grew since `before`, per `n` transfers, largest first. */
+const perTransfer = (before: Map<string, number>, after: Map<string, number>, n: number) =>
+  [...after]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const)
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1]);
 
 const CONFIRMED = `query { relayerTransactions(relayerId: "bench", status: confirmed, perPage: 1) { pagination { totalItems } } }`;
 
@@ -279,12 +306,24 @@ async function throughRelayer(
   anvilUrl: string,
   n: number,
   already: number,
-): Promise<{ accepted: number; e2e: number; blocks: number; serviceCpuMs: number; serverCpuMs: number | null; anvilCpuMs: number; clientCpuMs: number }> {
+): Promise<{
+  accepted: number;
+  e2e: number;
+  blocks: number;
+  serviceCpuMs: number;
+  serverCpuMs: number | null;
+  anvilCpuMs: number;
+  clientCpuMs: number;
+  chainWork: (readonly [string, number])[];
+  /** Seconds from the last transfer mined to the relayer reporting every one confirmed. */
+  tailS: number;
+}> {
   freshConnections();
   const { hostname, port } = new URL(url);
   const wires = await Promise.all(Array.from({ length: C }, () => Wire.open(hostname, Number(port))));
   const minedNonce = async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [RELAYER_ADDRESS, 'latest']));
   const startNonce = await minedNonce();
+  const work0 = await chainWork(relayer!.metricsUrl);
   await nextBlock(anvilUrl);
   const t0 = performance.now();
   const b0 = await blockNumber(anvilUrl);
@@ -307,17 +346,22 @@ async function throughRelayer(
   // then the relayer until it reports every one confirmed.
   await waitProgress('mined nonce', minedNonce, startNonce + n, 25);
   const blocks = (await blockNumber(anvilUrl)) - b0;
+  const tMined = performance.now();
   await waitProgress('confirmed count', () => confirmedCount(url), already + n, 25);
   const t2 = performance.now();
   const server1 = postgresCpuMs();
+  const cpu1 = [cpuMs(relayer?.child.pid), cpuMs(anvil.process.pid), cpuMs(process.pid)];
+  const work = perTransfer(work0, await chainWork(relayer!.metricsUrl), n);
   return {
     accepted: n / ((t1 - t0) / 1000),
     e2e: n / ((t2 - t0) / 1000),
     blocks,
-    serviceCpuMs: (cpuMs(relayer?.child.pid) - cpu0[0]) / n,
+    serviceCpuMs: (cpu1[0] - cpu0[0]) / n,
     serverCpuMs: server0 === null || server1 === null ? null : (server1 - server0) / n,
-    anvilCpuMs: (cpuMs(anvil.process.pid) - cpu0[1]) / n,
-    clientCpuMs: (cpuMs(process.pid) - cpu0[2]) / n,
+    anvilCpuMs: (cpu1[1] - cpu0[1]) / n,
+    clientCpuMs: (cpu1[2] - cpu0[2]) / n,
+    chainWork: work,
+    tailS: (t2 - tMined) / 1000,
   };
 }
 
@@ -331,7 +375,7 @@ const gasLimit = Number(((await rpc(anvil.url, 'eth_getBlockByNumber', ['latest'
 const perBlock = Math.floor(gasLimit / 21_000);
 N = args.count ? Number(args.count) : Number(args.blocks) * perBlock;
 const dir = await mkdtemp(path.join(tmpdir(), 'bench-evm-'));
-let relayer: { url: string; child: ChildProcess } | undefined;
+let relayer: Awaited<ReturnType<typeof startRelayer>> | undefined;
 try {
   relayer = await startRelayer(anvil.url, dir);
   // Warm up both paths (JIT, connection pools, caches) before measuring.
@@ -361,6 +405,9 @@ try {
   for (const [i, r] of rounds.entries()) {
     console.log(
       `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, ${r.serverCpuMs === null ? '' : `PostgreSQL server ${r.serverCpuMs.toFixed(2)} ms, `}anvil ${r.anvilCpuMs.toFixed(2)} ms (direct ${r.chainAnvilCpuMs.toFixed(2)}), this client ${r.clientCpuMs.toFixed(2)} ms; all ${r.machineCpuMs.toFixed(2)} ms against ${r.budgetCpuMs.toFixed(2)} ms the chain's rate leaves on ${CORES} cores`,
+    );
+    console.log(
+      `           all confirmed ${r.tailS.toFixed(1)} s after the last was mined; the service's chain calls a transfer: ${r.chainWork.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
