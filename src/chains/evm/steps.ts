@@ -487,6 +487,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
         c.evm,
         out.reduce((a, b) => (a > b ? a : b)),
         latest,
+        out.reduce((a, b) => (a < b ? a : b)),
       );
   },
 };

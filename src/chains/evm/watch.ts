@@ -28,11 +28,25 @@ const watchMs = (ctx: EvmContext) => Math.min(1_000, Math.max(50, Math.round(ctx
 /** Per runtime (a restarted service in the same process starts afresh), per relayer. */
 const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
 
-export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint) {
+/**
+ * Watches the chain for the relayer's broadcasts up to nonce `upTo`, `seen` being the mined nonce
+ * the caller last read. With `from`, the caller is a step that has just given back rows it broadcast
+ * at nonces `from` to `upTo`: those the watch saw the chain pass meanwhile, it could not claim then
+ * (the step held them), and their own due time is their resubmission time, seconds away; they are
+ * claimed now.
+ */
+export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint, from?: bigint) {
   const watches = rt.state(WATCHES);
   const w = watches.get(ctx.relayer.id) ?? { upTo, seen, waiters: [] };
   watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
+  if (from !== undefined) {
+    // Nonces below `seen` the step knew were passed, and decided on with that knowledge.
+    const lowest = from > seen ? from : seen;
+    const below = w.seen < upTo + 1n ? w.seen : upTo + 1n;
+    if (below > lowest)
+      claimMined(rt, ctx.relayer.id, lowest, below).catch((err) => rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'));
+  }
   if (!w.timer) schedule(rt, ctx, watches, w);
   return w;
 }

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { EvmContext } from '../../../src/chains/evm/context.js';
-import { untilMined } from '../../../src/chains/evm/watch.js';
+import { untilMined, watchMined } from '../../../src/chains/evm/watch.js';
 import type { Runtime } from '../../../src/core/runtime.js';
 import { createState } from '../../../src/core/state.js';
+import { openDatabase } from '../../../src/db/client.js';
+import type { Transaction } from '../../../src/generated/prisma/client.js';
 
 /** A runtime with no worker and a chain whose mined nonce is `chain.latest`. */
 function setup() {
@@ -40,5 +43,73 @@ describe('waiting for the chain to mine a step’s broadcasts', () => {
     expect(await within(untilMined(rt, ctx, 5n, 3n, LONG), 300)).toBe('settled');
     chain.latest = 10n;
     expect(await within(later, 1_000)).toBe('settled');
+  });
+});
+
+describe('rows the chain passed while a step held them', () => {
+  it('are claimed when the step gives them back, not left until their resubmission time', async () => {
+    const db = await openDatabase({ inMemory: true });
+    try {
+      const address = '0x0000000000000000000000000000000000000001';
+      await db.prisma.relayer.create({ data: { id: 'r1', name: 'r1', network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
+      // Broadcast at nonces 0 to 3, due again at their resubmission time; 2 and 3 held by a step.
+      const ids = new Map<bigint, string>();
+      for (const nonce of [0n, 1n, 2n, 3n]) {
+        const id = randomUUID();
+        ids.set(nonce, id);
+        await db.prisma.transaction.create({
+          data: {
+            id,
+            relayerId: 'r1',
+            networkType: 'evm',
+            from: address,
+            value: '1',
+            nonce,
+            status: 'submitted',
+            request: {},
+            requestDigest: 'd',
+            validUntil: new Date(Date.now() + 3_600_000),
+            dueAt: new Date(Date.now() + 3_000),
+            ...(nonce >= 2n ? { leaseOwner: 'step', leaseUntil: new Date(Date.now() + 60_000) } : {}),
+          },
+        });
+      }
+      const handed: bigint[] = [];
+      const chain = { latest: 0n };
+      const rt = {
+        db,
+        prisma: db.prisma,
+        instanceId: 'w',
+        state: createState(),
+        log: { debug() {} },
+        handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
+      } as unknown as Runtime;
+      const ctx = { relayer: { id: 'r1', address }, blocktimeMs: 500, rpc: { request: async () => `0x${chain.latest.toString(16)}` } } as unknown as EvmContext;
+      const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+      // The chain mines all four; the watch claims what is free.
+      watchMined(rt, ctx, 9n, 0n);
+      chain.latest = 4n;
+      await settle(300);
+      expect(handed).toEqual([0n, 1n]);
+
+      // The step ends, giving its rows back (due in 3 s), and tells the watch what it broadcast.
+      await db.prisma.transaction.updateMany({ where: { nonce: { in: [2n, 3n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      watchMined(rt, ctx, 3n, 0n, 2n);
+      await settle(300);
+      expect(handed).toEqual([0n, 1n, 2n, 3n]);
+      const claimed = await db.prisma.transaction.findMany({ where: { id: { in: [ids.get(2n)!, ids.get(3n)!] } } });
+      expect(claimed.map((t) => t.leaseOwner)).toEqual(['w', 'w']);
+
+      // A step that read the chain past its rows decided on that: nothing is claimed for it again.
+      await db.prisma.transaction.updateMany({ where: { nonce: { in: [2n, 3n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      watchMined(rt, ctx, 3n, 4n, 2n);
+      await settle(300);
+      expect(handed).toEqual([0n, 1n, 2n, 3n]);
+      chain.latest = 10n; // past every broadcast: the watch ends
+      await settle(300);
+    } finally {
+      await db.close();
+    }
   });
 });
