@@ -407,7 +407,7 @@ try {
       `  round ${i + 1}: direct ${f(r.chain)}/s   accepted ${f(r.accepted)}/s (${(r.accepted / r.chain).toFixed(2)})   e2e ${f(r.e2e)}/s (${(r.e2e / r.chain).toFixed(2)})   blocks: direct ${r.chainBlocks}, relayer ${r.blocks} (one block moves the ratio ${(r.e2e / r.chain / (r.blocks + 1)).toFixed(3)})   CPU a transaction: service ${r.serviceCpuMs.toFixed(2)} ms, ${r.serverCpuMs === null ? '' : `PostgreSQL server ${r.serverCpuMs.toFixed(2)} ms, `}anvil ${r.anvilCpuMs.toFixed(2)} ms (direct ${r.chainAnvilCpuMs.toFixed(2)}), this client ${r.clientCpuMs.toFixed(2)} ms; all ${r.machineCpuMs.toFixed(2)} ms against ${r.budgetCpuMs.toFixed(2)} ms the chain's rate leaves on ${CORES} cores`,
     );
     console.log(
-      `           all confirmed ${r.tailS.toFixed(1)} s after the last was mined; the service's chain calls a transfer: ${r.chainWork.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}`,
+      `           all confirmed ${r.tailS.toFixed(1)} s after the last was mined; the service's chain calls and resubmissions a transfer: ${r.chainWork.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}`,
     );
   }
   console.log(`  median: direct to anvil (chain limit) ${f(m.chain)} confirmed/s`);
