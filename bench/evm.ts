@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mnemonicToAccount } from 'viem/accounts';
 import { ANVIL_DEFAULT_MNEMONIC, freePort, startAnvil } from '../src/chains/evm/anvil.js';
+import { parseMetrics } from '../test/support/metrics.js';
 import { startFlags } from './flags.js';
 import { Wire } from './wire.js';
 
@@ -227,14 +228,15 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
  * `batch:<its first method>`) and of its resubmissions, from its Prometheus metrics.
  */
 async function chainWork(metricsUrl: string): Promise<Map<string, number>> {
-  const text = await (await fetch(metricsUrl)).text();
   const counts = new Map<string, number>();
-  for (const [, name, labels, value] of text.matchAll(/^(relayer_rpc_requests_total|relayer_transaction_resubmissions_total)\{([^}]*)\} (\S+)$/gm)) {
+  for (const { name, labels, value } of parseMetrics(await (await fetch(metricsUrl)).text())) {
     const key =
       name === 'relayer_rpc_requests_total'
-        ? `${/method="([^"]*)"/.exec(labels)![1]}${/outcome="ok"/.test(labels) ? '' : ` (${/outcome="([^"]*)"/.exec(labels)![1]})`}`
-        : 'resubmissions';
-    counts.set(key, (counts.get(key) ?? 0) + Number(value));
+        ? `${labels.method}${labels.outcome === 'ok' ? '' : ` (${labels.outcome})`}`
+        : name === 'relayer_transaction_resubmissions_total'
+          ? 'resubmissions'
+          : null;
+    if (key) counts.set(key, (counts.get(key) ?? 0) + value);
   }
   return counts;
 }

@@ -2,28 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnv } from '../../src/config/env.js';
 import { hookConfig } from '../notifications/helpers.js';
 import { startReceiver, waitFor } from '../notifications/receiver.js';
+import { parseMetrics, type Series } from '../support/metrics.js';
 import { DEV_ADDRESS, type evmConfig, startTestService, type TestService } from '../support/service.js';
 
 const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
-
-interface Series {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** The Prometheus text format's samples (label values here never hold quotes or commas). */
-function parse(text: string): Series[] {
-  return text
-    .split('\n')
-    .filter((l) => l && !l.startsWith('#'))
-    .map((line) => {
-      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (!m) throw new Error(`unreadable sample: ${line}`);
-      const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-      return { name: m[1], labels, value: Number(m[3]) };
-    });
-}
 
 /** The samples of `name` whose labels include `labels`. */
 const find = (all: Series[], name: string, labels: Record<string, string> = {}) =>
@@ -38,7 +20,7 @@ describe('Prometheus metrics', () => {
     const res = await fetch(metricsUrl + path);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
-    return parse(await res.text());
+    return parseMetrics(await res.text());
   };
 
   beforeAll(async () => {
@@ -182,7 +164,7 @@ describe('work waiting', () => {
       const sent = await service.request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: 1 });
       expect(sent.status).toBe(200);
       await new Promise((r) => setTimeout(r, 1_500));
-      const all = parse(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
+      const all = parseMetrics(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
       expect(find(all, 'relayer_transactions').map((s) => [s.labels.relayer_id, s.labels.status, s.value])).toEqual([['evm-relayer', 'pending', 1]]);
       expect(sum(all, 'relayer_transactions_due')).toBe(1);
       expect(sum(all, 'relayer_transactions_oldest_due_age_seconds')).toBeGreaterThanOrEqual(1);
@@ -201,7 +183,7 @@ describe('chain trouble', () => {
     let service = await startTestService({ anvil: true, env: { METRICS_ENABLED: 'true', METRICS_PORT: '0' } });
     try {
       const url = service.anvil!.url;
-      const metrics = async () => parse(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
+      const metrics = async () => parseMetrics(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
       const relayer = { relayer_id: 'evm-relayer' };
       await waitFor(async () => (await service.rt.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce !== null, 'the relayer check');
       await rpc(url, 'evm_setAutomine', [false]);
