@@ -3,7 +3,8 @@
 // read done by hand-written SQL on the same database handle (the PGlite instance or the pg pool
 // Prisma uses) and serialised with JSON.stringify: the floor. Reads: a relayer's first page, a deep page (offset 890), a page
 // filtered by status, and one transaction by id, through REST and GraphQL (same fields as REST,
-// totalItems included). Rounds interleave the targets so load from outside hits them alike. A
+// totalItems included). Rounds interleave the targets, and the sizes (each on a database of its own),
+// so load from outside and the machine's changes of speed hit them alike. A
 // list's total is read, on every path, from the counters the database keeps (transaction_counts);
 // the seed's plain INSERT ... SELECT is counted by their triggers like any other write.
 //
@@ -34,7 +35,56 @@ const RELAYER = 'bench-relayer';
 const PER_PAGE = 10;
 const DEEP_PAGE = 90;
 
-export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number; iterations: number; postgresUrl?: string }): Promise<ReadFigure[]> {
+type Read = { read: string; floor: () => Promise<string>; rest: () => Promise<string>; gql: () => Promise<string> };
+
+/**
+ * The reads at each size, measured in alternation: every round runs each size's reads in turn, so a
+ * machine that speeds up or slows down during the run weighs on every size alike (sizes measured one
+ * after the other once differed by 1.22 for nothing but the hour, the floor's own median with them).
+ */
+export async function benchReads(opts: { db: 'pglite' | 'postgres'; sizes: number[]; iterations: number; postgresUrl?: string }): Promise<ReadFigure[]> {
+  const stores: { rows: number; reads: Read[]; stop: () => Promise<void> }[] = [];
+  try {
+    for (const rows of opts.sizes) stores.push(await openStore(opts.db, rows, opts.postgresUrl));
+    const times = stores.map((s) => s.reads.map(() => ({ floor: [] as number[], rest: [] as number[], gql: [] as number[] })));
+    const warmup = Math.min(50, opts.iterations);
+    for (let i = 0; i < warmup + opts.iterations; i++) {
+      for (const [n, store] of stores.entries()) {
+        for (const [k, r] of store.reads.entries()) {
+          for (const kind of ['floor', 'rest', 'gql'] as const) {
+            const t0 = performance.now();
+            await r[kind]();
+            if (i >= warmup) times[n][k][kind].push(performance.now() - t0);
+          }
+        }
+      }
+    }
+    return stores.flatMap((store, n) =>
+      store.reads.map((r, k) => {
+        const t = times[n][k];
+        const floorMs = median(t.floor);
+        const restMs = median(t.rest);
+        const gqlMs = median(t.gql);
+        return {
+          db: opts.db,
+          rows: store.rows,
+          read: r.read,
+          floorMs,
+          restMs,
+          gqlMs,
+          restRatio: floorMs / restMs,
+          gqlRatio: floorMs / gqlMs,
+          restP99: pct(t.rest, 99),
+        };
+      }),
+    );
+  } finally {
+    for (const store of stores) await store.stop();
+  }
+}
+
+/** A service on a database of its own seeded with `rows` transactions, and the reads to time on it. */
+async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?: string) {
   const { print } = await import('graphql');
   const { parseEnv } = await import('../src/config/env.js');
   const { createLogger } = await import('../src/lib/log.js');
@@ -47,8 +97,8 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
   const dir = await mkdtemp(path.join(tmpdir(), 'relayer-bench-reads-'));
   let dropDb: (() => Promise<void>) | undefined;
   let databaseUrl: string | undefined;
-  if (opts.db === 'postgres') {
-    const created = await createBenchDatabase(opts.postgresUrl);
+  if (kind === 'postgres') {
+    const created = await createBenchDatabase(postgresUrl);
     databaseUrl = created.url;
     dropDb = created.drop;
   }
@@ -73,12 +123,17 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
     RATE_LIMIT_BURST_SIZE: '1000000000',
   });
   const service = await startService(env, { log: createLogger('silent'), workers: false });
+  const close = async () => {
+    await service.stop();
+    await dropDb?.();
+    await rm(dir, { recursive: true, force: true });
+  };
   try {
     const db = service.rt.db;
-    await seed(db.query.bind(db), opts.rows);
+    await seed(db.query.bind(db), rows);
     const [{ id: someId }] = await db.query<{ id: string }>(
       `SELECT id FROM transactions WHERE relayer_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
-      [RELAYER, Math.floor(opts.rows / 2)],
+      [RELAYER, Math.floor(rows / 2)],
     );
 
     const auth = { authorization: `Bearer ${API_KEY}` };
@@ -110,7 +165,7 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
     };
     const byIdSql = async () => JSON.stringify({ data: (await db.query('SELECT * FROM transactions WHERE id = $1', [someId]))[0] }, big);
     const listQuery = print(RestListTransactionsDocument);
-    const reads: { read: string; floor: () => Promise<string>; rest: () => Promise<string>; gql: () => Promise<string> }[] = [
+    const reads: Read[] = [
       {
         read: 'list, first page',
         floor: listSql(null, 1),
@@ -145,37 +200,10 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; rows: number
       if (ids(f) !== ids(s) || f.pagination?.total_items !== s.pagination?.total_items) throw new Error(`${r.read}: REST and SQL disagree`);
     }
 
-    const times = reads.map(() => ({ floor: [] as number[], rest: [] as number[], gql: [] as number[] }));
-    const warmup = Math.min(50, opts.iterations);
-    for (let i = 0; i < warmup + opts.iterations; i++) {
-      for (const [k, r] of reads.entries()) {
-        for (const kind of ['floor', 'rest', 'gql'] as const) {
-          const t0 = performance.now();
-          await r[kind]();
-          if (i >= warmup) times[k][kind].push(performance.now() - t0);
-        }
-      }
-    }
-    return reads.map((r, k) => {
-      const floorMs = median(times[k].floor);
-      const restMs = median(times[k].rest);
-      const gqlMs = median(times[k].gql);
-      return {
-        db: opts.db,
-        rows: opts.rows,
-        read: r.read,
-        floorMs,
-        restMs,
-        gqlMs,
-        restRatio: floorMs / restMs,
-        gqlRatio: floorMs / gqlMs,
-        restP99: pct(times[k].rest, 99),
-      };
-    });
-  } finally {
-    await service.stop();
-    await dropDb?.();
-    await rm(dir, { recursive: true, force: true });
+    return { rows, reads, stop: close };
+  } catch (e) {
+    await close();
+    throw e;
   }
 }
 
@@ -278,9 +306,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   });
   const figures: ReadFigure[] = [];
   for (const db of values.db.split(',') as ('pglite' | 'postgres')[]) {
-    for (const rows of values.sizes.split(',').map(Number)) {
-      figures.push(...(await benchReads({ db, rows, iterations: Number(values.iterations), postgresUrl: values.postgres })));
-    }
+    figures.push(
+      ...(await benchReads({ db, sizes: values.sizes.split(',').map(Number), iterations: Number(values.iterations), postgresUrl: values.postgres })),
+    );
   }
   printReads(figures);
   if (values.json) console.log(JSON.stringify({ bench: 'reads', figures }));
