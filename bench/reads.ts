@@ -39,8 +39,8 @@ type Read = { read: string; floor: () => Promise<string>; rest: () => Promise<st
 
 /**
  * The reads at each size, measured in alternation: every round runs each size's reads in turn, so a
- * machine that speeds up or slows down during the run weighs on every size alike (sizes measured one
- * after the other once differed by 1.22 for nothing but the hour, the floor's own median with them).
+ * machine that speeds up or slows down during the run weighs on every size alike (measured one after
+ * the other, two sizes once differed by 1.22 where the same reads later differed by 1.00).
  */
 export async function benchReads(opts: { db: 'pglite' | 'postgres'; sizes: number[]; iterations: number; postgresUrl?: string }): Promise<ReadFigure[]> {
   const stores: { rows: number; reads: Read[]; stop: () => Promise<void> }[] = [];
