@@ -122,11 +122,17 @@ async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?
     RATE_LIMIT_REQUESTS_PER_SECOND: '1000000000',
     RATE_LIMIT_BURST_SIZE: '1000000000',
   });
-  const service = await startService(env, { log: createLogger('silent'), workers: false });
-  const close = async () => {
-    await service.stop();
+  const cleanUp = async () => {
     await dropDb?.();
     await rm(dir, { recursive: true, force: true });
+  };
+  const service = await startService(env, { log: createLogger('silent'), workers: false }).catch(async (e) => {
+    await cleanUp();
+    throw e;
+  });
+  const close = async () => {
+    await service.stop();
+    await cleanUp();
   };
   try {
     const db = service.rt.db;

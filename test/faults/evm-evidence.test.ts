@@ -88,6 +88,25 @@ describe('a nonce the chain passed with no receipt in sight', () => {
     expect(await transfersOnChain(anvil.url, values)).toEqual([1, 1, 1, 1, 1]);
   });
 
+  it('reads receipts served late again instead of searching the account for what took the nonce', async () => {
+    // The node serves no receipt for 2 s from the first time one is asked for: the nonce has passed
+    // by then (anvil mines at once), as when a node reports the nonce before it serves the receipts.
+    const searches: string[] = [];
+    let hideUntil: number | undefined;
+    proxy.state.intercept = (c) => {
+      if (c.method.endsWith('getTransactionBySenderAndNonce')) searches.push(c.method);
+      if (c.method !== 'eth_getTransactionReceipt') return undefined;
+      hideUntil ??= Date.now() + 2_000;
+      return Date.now() < hideUntil ? { result: null } : undefined;
+    };
+    const tx = await sendOk(svc, { to: RECEIVER, value: '3001' });
+    const done = await waitFor(svc, tx.id, (x) => x.status === 'confirmed', 20_000);
+    expect(hideUntil).toBeDefined();
+    expect(searches).toEqual([]);
+    expect(done.nonce).toBe(tx.nonce);
+    expect(await transfersOnChain(anvil.url, ['3001'])).toEqual([1]);
+  });
+
   it('without proof of whose transaction used the nonce, keeps the nonce, sends nothing again and says so; then finishes once the node answers', async () => {
     proxy.state.intercept = (c) => noReceipts(c) ?? noHistory(c);
     const start = Number(await rpc(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']));

@@ -451,8 +451,18 @@ export type ChainAnswer =
   | { kind: 'receipt'; receipt: Receipt; revert?: string }
   /** A receipt read got no answer: no evidence either way. */
   | { kind: 'unanswered' }
+  /** The chain passed its nonce and no receipt is served yet, too recently to search for what took the nonce. */
+  | { kind: 'late' }
   /** No signing has a receipt; `minedAt`: the transaction the chain holds at its nonce (null: not found). */
   | { kind: 'none'; minedAt: Hex | null };
+
+/**
+ * Whether to search for the transaction that took a nonce the chain passed while no receipt of ours
+ * is served, `missingSince` when that was first seen. A node may report an account's nonce a moment
+ * before it serves the block's receipts, and the search is costly (a scan of the account's history
+ * on many nodes), so the receipts are read twice more first (half a block).
+ */
+export const searchDue = (pace: Pick<Pace, 'blocktimeMs'>, missingSince: number, now: number) => now - missingSince >= 2 * pollMs(pace);
 
 /** Transactions whose receipts are worth reading: mined ones (confirmations, reorgs), and those whose nonce the chain passed. */
 export const toResolve = (w: Work, latest: bigint) => w.tx.nonce !== null && w.st.phase !== 'done' && (w.st.phase === 'mined' || nonceOf(w) < latest);
@@ -471,6 +481,7 @@ export function resolve(pace: Pace, w: Work, a: ChainAnswer, head: bigint, now: 
       if (onReceipt(pace, w, broadcastOf(w, a.receipt.transactionHash), a.receipt, head) === 'reverted' && a.revert) w.reason = a.revert;
       return;
     case 'unanswered':
+    case 'late':
       w.dueInMs = pollMs(pace); // no answer is no evidence: look again
       return;
     case 'none':

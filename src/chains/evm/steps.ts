@@ -6,6 +6,7 @@ import type { Relayer } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/family.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import type { Runtime } from '../../core/runtime.js';
 import { readPayload, TRANSFER_GAS } from './accept.js';
 import { evmContext, type EvmContext } from './context.js';
@@ -27,6 +28,7 @@ import {
   recordSigning,
   resolve,
   resumeSigned,
+  searchDue,
   signedHashes,
   toResolve,
   unreachable,
@@ -142,8 +144,15 @@ function workOf(d: EvmDecision): Work {
 // ---------------------------------------------------------------------------------------------
 // Reading the chain
 
-/** Receipts of every signing of each work (at any nonce it ever had), and for those without one, whose transaction took the nonce. */
-async function readChain(ctx: EvmContext, works: Work[], latest: bigint): Promise<{ head: bigint; answers: Map<string, ChainAnswer> }> {
+// When each transaction's nonce was first seen passed with no receipt of ours served (see
+// searchDue): only a timing hint (a restart just starts a new clock), so it lives in memory.
+const MISSING = slot('EVM receipts missing since', () => new ExpiringMap<string, number>(10 * 60_000));
+
+/**
+ * Receipts of every signing of each work (at any nonce it ever had), and for those without one,
+ * whose transaction took the nonce, once searchDue says so.
+ */
+async function readChain(rt: Runtime, ctx: EvmContext, works: Work[], latest: bigint): Promise<{ head: bigint; answers: Map<string, ChainAnswer> }> {
   const look = works.filter((w) => toResolve(w, latest));
   if (look.length === 0) return { head: 0n, answers: new Map() };
   const calls = look.flatMap((w) => signedHashes(w).map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })));
@@ -151,6 +160,7 @@ async function readChain(ctx: EvmContext, works: Work[], latest: bigint): Promis
   if (!head.ok) throw head.error;
   const headBlock = BigInt(head.result as unknown as Hex);
   const answers = new Map<string, ChainAnswer>();
+  const missing = rt.state(MISSING);
   let i = 0;
   const reverted: { w: Work; r: Receipt }[] = [];
   for (const w of look) {
@@ -162,11 +172,16 @@ async function readChain(ctx: EvmContext, works: Work[], latest: bigint): Promis
       else if (!receipt && a.result) receipt = a.result;
     }
     if (receipt) {
+      missing.delete(w.tx.id);
       answers.set(w.tx.id, { kind: 'receipt', receipt });
       if (BigInt(receipt.status) !== 1n && broadcastOf(w, receipt.transactionHash).kind === 'payload') reverted.push({ w, r: receipt });
     } else if (unanswered) answers.set(w.tx.id, { kind: 'unanswered' });
     else if (w.st.phase === 'mined') answers.set(w.tx.id, { kind: 'none', minedAt: null });
-    else answers.set(w.tx.id, { kind: 'none', minedAt: await minedAt(ctx.rpc, ctx.relayer.address as Address, nonceOf(w), headBlock) });
+    else if (!searchDue(ctx, missing.getOrCreate(w.tx.id, Date.now), Date.now())) answers.set(w.tx.id, { kind: 'late' });
+    else {
+      missing.delete(w.tx.id);
+      answers.set(w.tx.id, { kind: 'none', minedAt: await minedAt(ctx.rpc, ctx.relayer.address as Address, nonceOf(w), headBlock) });
+    }
   }
   if (reverted.length) await explainReverts(ctx, reverted, answers);
   return { head: headBlock, answers };
@@ -345,6 +360,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       seen.latest = await latestNonce(c.evm);
       seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
       const { head, answers } = await readChain(
+        c.rt,
         c.evm,
         rows.map((tx) => newWork(tx, readState(tx))),
         seen.latest,
@@ -415,6 +431,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
         latest === null
           ? null
           : await readChain(
+              c.rt,
               ctx,
               looks.map((t) => t.d.work),
               latest,

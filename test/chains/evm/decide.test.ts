@@ -13,6 +13,7 @@ import {
   reasonOf,
   recordSigning,
   resumeSigned,
+  searchDue,
   type Work,
 } from '../../../src/chains/evm/decide.js';
 import { replacementFees } from '../../../src/chains/evm/pricing.js';
@@ -78,6 +79,15 @@ function inFlight(broadcasts: Broadcast[], over: Partial<Transaction> = {}): Wor
 }
 
 describe('nonce attribution: by evidence, never by absence', () => {
+  it('a receipt missing moments after the nonce passed is read again before what took the nonce is searched for: half a block', () => {
+    expect(searchDue(pace, 10_000, 10_000)).toBe(false);
+    expect(searchDue(pace, 10_000, 10_499)).toBe(false);
+    expect(searchDue(pace, 10_000, 10_500)).toBe(true);
+    // A quarter block a look, at most 3 s: a 12 s chain searches after 6 s.
+    expect(searchDue({ blocktimeMs: 12_000 }, 0, 5_999)).toBe(false);
+    expect(searchDue({ blocktimeMs: 12_000 }, 0, 6_000)).toBe(true);
+  });
+
   it('a mined transaction that is any signing of this one (an older fee bump, an earlier nonce) is ours: nothing moves', () => {
     const w = inFlight([broadcast(1, { nonce: '3' }), broadcast(2), broadcast(3)]);
     expect(attribute(pace, w, h(1), new Date())).toBe('ours');
