@@ -47,15 +47,15 @@ export const median = (xs: number[]) => {
   return s.length ? s[Math.floor(s.length / 2)] : Number.NaN;
 };
 
-/** Median ms of `n` runs of `fn`, one after another. */
-export async function medianMs(n: number, fn: () => Promise<unknown>): Promise<number> {
+/** The ms of `n` runs of `fn`, one after another. */
+async function timesMs(n: number, fn: () => Promise<unknown>): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
     await fn();
     times.push(performance.now() - t0);
   }
-  return median(times);
+  return times;
 }
 
 /**
@@ -87,15 +87,25 @@ export async function serveOverHttp(svc: TestService): Promise<{ url: string; cl
   };
 }
 
-/** Median latency of GET /v1/health and of a send through REST over HTTP, each `n` times. */
-export async function serviceLatency(base: string, apiKey: string, n: number): Promise<{ healthMs: number; sendMs: number; sentIds: string[] }> {
+export interface Latency {
+  /** Medians, ms. */
+  healthMs: number;
+  sendMs: number;
+  /** Every sample, ms. */
+  health: number[];
+  send: number[];
+  sentIds: string[];
+}
+
+/** Latency of GET /v1/health and of a send through REST over HTTP, each `n` times. */
+export async function serviceLatency(base: string, apiKey: string, n: number): Promise<Latency> {
   const sentIds: string[] = [];
-  const healthMs = await medianMs(n, async () => {
+  const health = await timesMs(n, async () => {
     const res = await fetch(`${base}/v1/health`);
     if (res.status !== 200) throw new Error(`health answered ${res.status}`);
     await res.text();
   });
-  const sendMs = await medianMs(n, async () => {
+  const send = await timesMs(n, async () => {
     const res = await fetch(`${base}/api/v1/relayers/evm-relayer/transactions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
@@ -105,5 +115,5 @@ export async function serviceLatency(base: string, apiKey: string, n: number): P
     if (res.status !== 200 || !body.data) throw new Error(`send answered ${res.status}: ${body.error}`);
     sentIds.push(body.data.id);
   });
-  return { healthMs, sendMs, sentIds };
+  return { healthMs: median(health), sendMs: median(send), health, send, sentIds };
 }
