@@ -47,17 +47,6 @@ export const median = (xs: number[]) => {
   return s.length ? s[Math.floor(s.length / 2)] : Number.NaN;
 };
 
-/** The ms of `n` runs of `fn`, one after another. */
-async function timesMs(n: number, fn: () => Promise<unknown>): Promise<number[]> {
-  const times: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await fn();
-    times.push(performance.now() - t0);
-  }
-  return times;
-}
-
 /**
  * The service on anvil with three webhook targets: "ok" (the relayer's, at `okUrl`), "dead503"
  * and "hang" (no relayer points at them; the backlog is seeded).
@@ -97,23 +86,41 @@ export interface Latency {
   sentIds: string[];
 }
 
-/** Latency of GET /v1/health and of a send through REST over HTTP, each `n` times. */
+/** The ms `fn` takes. */
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/**
+ * Latency of GET /v1/health and of a send through REST over HTTP, `n` of each taken in turns, so
+ * the health samples spread over the sends' time instead of one burst of a few tens of ms.
+ */
 export async function serviceLatency(base: string, apiKey: string, n: number): Promise<Latency> {
   const sentIds: string[] = [];
-  const health = await timesMs(n, async () => {
-    const res = await fetch(`${base}/v1/health`);
-    if (res.status !== 200) throw new Error(`health answered ${res.status}`);
-    await res.text();
-  });
-  const send = await timesMs(n, async () => {
-    const res = await fetch(`${base}/api/v1/relayers/evm-relayer/transactions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ to: RECEIVER, value: 1, gas_limit: 21000 }),
-    });
-    const body = (await res.json()) as { data?: { id: string }; error?: string };
-    if (res.status !== 200 || !body.data) throw new Error(`send answered ${res.status}: ${body.error}`);
-    sentIds.push(body.data.id);
-  });
+  const health: number[] = [];
+  const send: number[] = [];
+  for (let i = 0; i < n; i++) {
+    health.push(
+      await timed(async () => {
+        const res = await fetch(`${base}/v1/health`);
+        if (res.status !== 200) throw new Error(`health answered ${res.status}`);
+        await res.text();
+      }),
+    );
+    send.push(
+      await timed(async () => {
+        const res = await fetch(`${base}/api/v1/relayers/evm-relayer/transactions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ to: RECEIVER, value: 1, gas_limit: 21000 }),
+        });
+        const body = (await res.json()) as { data?: { id: string }; error?: string };
+        if (res.status !== 200 || !body.data) throw new Error(`send answered ${res.status}: ${body.error}`);
+        sentIds.push(body.data.id);
+      }),
+    );
+  }
   return { healthMs: median(health), sendMs: median(send), health, send, sentIds };
 }
