@@ -22,10 +22,7 @@ const rows: { what: string; figure: string; target: string; met: boolean }[] = [
 const samples = Number(values.samples);
 /** The phases of the latency figures: with the dead receivers' backlog (true) or without. */
 const ORDER = [false, true, true, false, false, true, true, false];
-/**
- * Rest before each phase: longer than the embedded database's maintenance check (every 5 s, in
- * src/db/maintenance.ts), so a quiet interval lets it clear the row versions the phase before left.
- */
+/** Rest before each phase: longer than the embedded database's maintenance check (every 5 s, src/db/maintenance.ts), so it can find a quiet interval between phases. */
 const SETTLE_MS = 6_000;
 
 async function claimTimes() {
@@ -85,11 +82,10 @@ async function latency() {
   const svc = await startWithTargets({ ok: ok.url, dead503: dead.url, hang: hang.url });
   const http = await serveOverHttp(svc);
   try {
-    // The machine's speed drifts within a run by more than a backlog costs (a health median of
-    // 100 moved 0.57-0.85 ms from one run to the next, and sometimes steadily), so the two states
-    // alternate in the order ABBA ABBA, which cancels a steady drift, and each figure pools its
-    // phases' samples. Every phase starts after the same rest, and all after a warm-up (a new
-    // service's first requests are the slowest).
+    // The machine's speed drifts within a run by more than a backlog costs (health's median moved
+    // 0.57-0.85 ms between runs of one healthy phase then one backlogged), so the states alternate
+    // in the order ABBA ABBA, which cancels a steady drift, and each figure pools its phases'
+    // samples. All after a warm-up: a new service's first requests are the slowest.
     const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
     await serviceLatency(http.url, svc.apiKey, 300);
     const healthy: Latency[] = [];
