@@ -2,6 +2,8 @@
 // cooldowns. Each chain's client builds on it and says which node errors are worth another
 // endpoint (`isTransient`); every other error is the node's verdict and goes to the caller.
 
+import { PostTimeoutError, postJson } from '../lib/post.js';
+
 export type RpcEndpoint = string | { url: string; weight?: number };
 
 export type JsonRpcParams = unknown[] | Record<string, unknown>;
@@ -86,7 +88,8 @@ export function isTransientByCode(code: number): boolean {
   return TRANSIENT_CODES.has(code);
 }
 
-type Endpoint = { url: string; host: string; weight: number; failures: number; downUntil: number };
+type Endpoint = { target: URL; host: string; weight: number; failures: number; downUntil: number };
+type Answer = { ok: boolean; status: number; text: string };
 
 /** Weighted random order without replacement. */
 function weightedShuffle(items: Endpoint[]): Endpoint[] {
@@ -115,15 +118,16 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   const checkResult = opts.checkResult ?? (() => true);
   const eps: Endpoint[] = endpoints.map((e, i) => {
     const { url, weight = 100 } = typeof e === 'string' ? { url: e } : e;
-    let host: string;
+    let target: URL;
     try {
-      // Only the host is ever reported: paths and query strings often carry API keys.
-      host = new URL(url).host;
+      target = new URL(url);
     } catch {
       throw new Error(`${label}: endpoint #${i} has an invalid URL`);
     }
+    // Only the host is ever reported: paths and query strings often carry API keys.
+    const host = target.host;
     if (!(weight >= 0)) throw new Error(`${label}: invalid weight for ${host}`);
-    return { url, host, weight, failures: 0, downUntil: 0 };
+    return { target, host, weight, failures: 0, downUntil: 0 };
   });
   let nextId = 1;
 
@@ -137,26 +141,19 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
     return [...weightedShuffle(up.filter((e) => e.weight > 0)), ...up.filter((e) => e.weight === 0), ...down];
   }
 
-  async function post(ep: Endpoint, payload: unknown): Promise<{ res: Response; body: unknown }> {
-    let res: Response;
-    let text: string;
+  async function post(ep: Endpoint, payload: unknown): Promise<{ res: Answer; body: unknown }> {
+    let res: Answer;
     try {
-      res = await fetch(ep.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      text = await res.text();
+      const { status, text } = await postJson(ep.target, JSON.stringify(payload), timeoutMs);
+      res = { ok: status >= 200 && status < 300, status, text };
     } catch (err) {
-      const e = err as Error;
-      if (e.name === 'TimeoutError') throw new TransientError(`timeout after ${timeoutMs}ms`);
-      const cause = e.cause as { code?: string; message?: string } | undefined;
-      throw new TransientError(`network error: ${cause?.code ?? cause?.message ?? e.message}`);
+      const e = err as NodeJS.ErrnoException;
+      if (e instanceof PostTimeoutError) throw new TransientError(`timeout after ${timeoutMs}ms`);
+      throw new TransientError(`network error: ${e.code ?? e.message}`);
     }
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(res.text);
     } catch {
       body = {};
     }
@@ -164,7 +161,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   }
 
   /** The result of one JSON-RPC reply; throws JsonRpcError (the node's verdict) or TransientError. */
-  function settle(res: Response, body: Reply | undefined, method: string): unknown {
+  function settle(res: Answer, body: Reply | undefined, method: string): unknown {
     if (body && typeof body === 'object' && body.error && typeof body.error === 'object') {
       const code = typeof body.error.code === 'number' ? body.error.code : -32603;
       const message = String(body.error.message ?? 'unknown JSON-RPC error');

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { specOf } from '../chains/families.js';
+import { postJson } from '../lib/post.js';
 import type { Network } from '../config/load.js';
 import { findNetwork, type Runtime } from './runtime.js';
 import { slot } from './state.js';
@@ -56,18 +57,23 @@ function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
+function answerOf(text: string): { result?: unknown; error?: { message?: string } } | null {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
 /** A network answers when one of its RPC URLs answers its family's probe method. */
 async function probeNetwork(network: Network): Promise<void> {
   const method = specOf(network.type).network.probe;
   let last: unknown;
   for (const { url } of network.rpcUrls) {
     try {
-      const res = await withTimeout(
-        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: [] }) }),
-        'the RPC',
-      );
-      const body = (await res.json().catch(() => null)) as { result?: unknown; error?: { message?: string } } | null;
-      if (res.ok && body && 'result' in body) return;
+      const res = await postJson(new URL(url), JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: [] }), PROBE_TIMEOUT_MS);
+      const body = answerOf(res.text);
+      if (res.status >= 200 && res.status < 300 && typeof body === 'object' && body && 'result' in body) return;
       last = new Error(body?.error?.message ?? `HTTP ${res.status}`);
     } catch (e) {
       last = e;
