@@ -7,6 +7,7 @@ import type { Relayer, Transaction } from '../generated/prisma/client.js';
 import type { Decision, Effect, Steps } from './transactions/family.js';
 import { familyOf } from './transactions/family.js';
 import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
+import { readRelayers } from './relayers/service.js';
 import type { Runtime } from './runtime.js';
 import { slot } from './state.js';
 import { once } from '../lib/once.js';
@@ -42,7 +43,7 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: (
   const turns = new Map([...groups.keys()].map((id) => [id, takeTurn(rt, id)]));
   let sending = groups.size;
   try {
-    const relayers = new Map((await rt.prisma.relayer.findMany({ where: { id: { in: [...groups.keys()] } } })).map((r) => [r.id, r]));
+    const relayers = new Map((await readRelayers(rt, [...groups.keys()])).map((r) => [r.id, r]));
     await Promise.all(
       [...groups].map(async ([relayerId, group]) => {
         const relayer = relayers.get(relayerId);

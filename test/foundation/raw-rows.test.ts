@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
-import type { Transaction } from '../../src/generated/prisma/client.js';
+import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
+import { readRelayers } from '../../src/core/relayers/service.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
@@ -86,6 +87,36 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     idempotencyKey: null,
     requestDigest: null,
   };
+
+  it('reads relayers exactly as Prisma reads them, every field set or left null, and none for an unknown id', async () => {
+    await db.prisma.relayer.create({
+      data: {
+        id: 'full',
+        name: 'full',
+        network: 'sepolia',
+        networkType: 'evm',
+        signerId: 's',
+        address: '0x000000000000000000000000000000000000dEaD',
+        paused: true,
+        systemDisabled: true,
+        disabledReason: { kind: 'balance', details: ['low', 1.5, null] },
+        notificationId: 'hook',
+        customRpcUrls: [{ url: 'http://127.0.0.1:8545', weight: 100 }],
+        policies: { min_balance: '340282366920938463463374607431768211455', eip1559_pricing: true },
+        nextNonce: 2n ** 62n,
+        checkAt: new Date('2026-11-29T01:02:03.456Z'),
+        checkAttempts: 3,
+        configDigest: 'digest',
+      },
+    });
+    const ids = ['full', 'r', 'missing'];
+    const raw = await readRelayers(runtime(), ids);
+    const prisma = await db.prisma.relayer.findMany({ where: { id: { in: ids } } });
+    const byId = (rows: Relayer[]) => Object.fromEntries(rows.map((r) => [r.id, r]));
+    expect(raw).toHaveLength(2);
+    expect(byId(raw)).toStrictEqual(byId(prisma));
+    await db.prisma.relayer.delete({ where: { id: 'full' } });
+  });
 
   it('inserts rows in the order given and returns each exactly as Prisma reads it', async () => {
     const rows = [full(7n), bare, full(8n)].map((r, i) => (i === 2 ? { ...r, idempotencyKey: 'key-2' } : r));

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../errors.js';
 import { describeIssues } from '../../lib/validate.js';
@@ -8,6 +9,15 @@ import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../page.js';
 import { parsePolicies, type NetworkType } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
+
+const RELAYERS_BY_ID = `SELECT ${columnsAs(Object.values(Prisma.RelayerScalarFieldEnum))} FROM relayers WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
+
+/**
+ * The relayers of `ids` that exist, in hand-written SQL read as Prisma reads them: every step reads
+ * its rows' relayers, and Prisma's findMany cost the event loop several times the database's work.
+ */
+export const readRelayers = (rt: Runtime, ids: readonly string[]): Promise<Relayer[]> =>
+  rt.db.read<Relayer>(RELAYERS_BY_ID, [JSON.stringify(ids)], { prepare: true });
 
 export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   const relayer = await rt.prisma.relayer.findUnique({ where: { id } });
