@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 
-// node:http rather than fetch: on the machine of 29 November fetch (undici) cost 0.8-1.7 ms of CPU
-// a call against 0.24-0.63 ms (bench/rpc.ts), and a relayer makes a few calls a transaction.
+// node:http rather than fetch: on the machine of 29 November fetch (undici) cost 0.82-1.74 ms of CPU
+// a call against 0.26-0.63 ms (bench/rpc.ts), and a relayer makes a few calls a transaction.
 // Idle connections close after 4 s (as fetch's do): a request sent on one the server has just
 // closed is lost, and servers rarely close theirs sooner.
 const IDLE_MS = 4000;

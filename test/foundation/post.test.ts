@@ -48,6 +48,11 @@ describe('postJson', () => {
     expect(await postJson(url, '{}', 1000)).toEqual({ status: 307, text: 'moved' });
   });
 
+  it('waits past the idle time of kept-alive connections for an answer that comes before the deadline', async () => {
+    const url = await serve((_req, res) => setTimeout(() => res.end('late'), 4500));
+    expect(await postJson(url, '{}', 10_000)).toEqual({ status: 200, text: 'late' });
+  }, 15_000);
+
   it('fails at the deadline when the answer stops half way', async () => {
     const url = await serve((_req, res) => {
       res.writeHead(200);
