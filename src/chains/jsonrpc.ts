@@ -2,7 +2,7 @@
 // cooldowns. Each chain's client builds on it and says which node errors are worth another
 // endpoint (`isTransient`); every other error is the node's verdict and goes to the caller.
 
-import { PostTimeoutError, postJson } from '../lib/post.js';
+import { type Answer, PostTimeoutError, postJson } from '../lib/post.js';
 
 export type RpcEndpoint = string | { url: string; weight?: number };
 
@@ -89,7 +89,6 @@ export function isTransientByCode(code: number): boolean {
 }
 
 type Endpoint = { target: URL; host: string; weight: number; failures: number; downUntil: number };
-type Answer = { ok: boolean; status: number; text: string };
 
 /** Weighted random order without replacement. */
 function weightedShuffle(items: Endpoint[]): Endpoint[] {
@@ -144,8 +143,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   async function post(ep: Endpoint, payload: unknown): Promise<{ res: Answer; body: unknown }> {
     let res: Answer;
     try {
-      const { status, text } = await postJson(ep.target, JSON.stringify(payload), timeoutMs);
-      res = { ok: status >= 200 && status < 300, status, text };
+      res = await postJson(ep.target, JSON.stringify(payload), timeoutMs);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e instanceof PostTimeoutError) throw new TransientError(`timeout after ${timeoutMs}ms`);

@@ -73,7 +73,7 @@ async function probeNetwork(network: Network): Promise<void> {
     try {
       const res = await postJson(new URL(url), JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: [] }), PROBE_TIMEOUT_MS);
       const body = answerOf(res.text);
-      if (res.status >= 200 && res.status < 300 && typeof body === 'object' && body && 'result' in body) return;
+      if (res.ok && typeof body === 'object' && body && 'result' in body) return;
       last = new Error(body?.error?.message ?? `HTTP ${res.status}`);
     } catch (e) {
       last = e;

@@ -19,11 +19,14 @@ export class PostTimeoutError extends Error {
   override name = 'PostTimeoutError';
 }
 
+/** An HTTP answer: `ok` for a 2xx status. */
+export type Answer = { ok: boolean; status: number; text: string };
+
 /**
  * POSTs a JSON body and reads the whole answer as text, within one deadline for the whole exchange.
  * Redirects are not followed (a 3xx is just a status). Network errors reject as Node reports them.
  */
-export function postJson(url: URL, body: string, timeoutMs: number): Promise<{ status: number; text: string }> {
+export function postJson(url: URL, body: string, timeoutMs: number): Promise<Answer> {
   const agent = agents[url.protocol as keyof typeof agents];
   if (!agent) return Promise.reject(new Error(`not an http(s) URL: ${url.protocol}`));
   const payload = Buffer.from(body, 'utf8');
@@ -55,7 +58,10 @@ export function postJson(url: URL, body: string, timeoutMs: number): Promise<{ s
         if (size > MAX_ANSWER_BYTES) abort(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
         else chunks.push(chunk);
       });
-      res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') })));
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        finish(() => resolve({ ok: status >= 200 && status < 300, status, text: Buffer.concat(chunks).toString('utf8') }));
+      });
       res.on('error', fail);
       res.on('close', () => fail(new Error('connection closed before the whole answer')));
     });

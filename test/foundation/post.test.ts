@@ -35,8 +35,8 @@ describe('postJson', () => {
     });
     const first = await postJson(url, '{"a":"é"}', 1000);
     const second = await postJson(url, '[1]', 1000);
-    expect(first).toEqual({ status: 200, text: 'echo {"a":"é"}' });
-    expect(second).toEqual({ status: 200, text: 'echo [1]' });
+    expect(first).toEqual({ ok: true, status: 200, text: 'echo {"a":"é"}' });
+    expect(second).toEqual({ ok: true, status: 200, text: 'echo [1]' });
     expect(connections).toHaveLength(1);
   });
 
@@ -45,12 +45,12 @@ describe('postJson', () => {
       res.writeHead(307, { location: 'http://127.0.0.1:1/' });
       res.end('moved');
     });
-    expect(await postJson(url, '{}', 1000)).toEqual({ status: 307, text: 'moved' });
+    expect(await postJson(url, '{}', 1000)).toEqual({ ok: false, status: 307, text: 'moved' });
   });
 
   it('waits past the idle time of kept-alive connections for an answer that comes before the deadline', async () => {
     const url = await serve((_req, res) => setTimeout(() => res.end('late'), 4500));
-    expect(await postJson(url, '{}', 10_000)).toEqual({ status: 200, text: 'late' });
+    expect(await postJson(url, '{}', 10_000)).toEqual({ ok: true, status: 200, text: 'late' });
   }, 15_000);
 
   it('fails at the deadline when the answer stops half way', async () => {
