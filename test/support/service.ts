@@ -69,7 +69,7 @@ export async function startTestService(
     db?: 'pglite' | 'postgres';
     /** Builds the config; given the anvil URL when `anvil` is set. */
     config?: (ctx: { rpcUrl: string }) => object;
-    anvil?: boolean | { blockTime?: number };
+    anvil?: boolean | { blockTime?: number; gasLimit?: number };
     env?: Record<string, string>;
     workers?: boolean;
   } = {},

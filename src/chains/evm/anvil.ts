@@ -20,6 +20,8 @@ export type AnvilOptions = {
   chainId?: number;
   /** Seconds between blocks; undefined = mine on every transaction. */
   blockTime?: number;
+  /** The block gas limit (anvil's default: 30,000,000). */
+  gasLimit?: number;
   mnemonic?: string;
   accounts?: number;
   /** Initial balance of each dev account, in ether. */
@@ -107,6 +109,7 @@ async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> 
   const chainId = opts.chainId ?? ANVIL_DEFAULT_CHAIN_ID;
   const args = ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId)];
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
+  if (opts.gasLimit !== undefined) args.push('--gas-limit', String(opts.gasLimit));
   if (opts.mnemonic !== undefined) args.push('--mnemonic', opts.mnemonic);
   if (opts.accounts !== undefined) args.push('--accounts', String(opts.accounts));
   if (opts.balance !== undefined) args.push('--balance', String(opts.balance));

@@ -8,7 +8,7 @@ import type { TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';
-import type { Broadcast, EvmState, NoopOutcome } from './state.js';
+import { readState, type Broadcast, type EvmState, type NoopOutcome } from './state.js';
 
 const FINAL: readonly TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 export const isFinal = (s: TransactionStatus) => FINAL.includes(s);
@@ -40,6 +40,22 @@ export interface Pace {
 export const pollMs = (p: Pick<Pace, 'blocktimeMs'>) => Math.min(3_000, Math.max(100, Math.round(p.blocktimeMs / 4)));
 /** How long a broadcast may stay unmined before it is resubmitted with higher fees. */
 export const resubmitMs = (p: Pick<Pace, 'blocktimeMs'>) => Math.max(2_000, 3 * p.blocktimeMs);
+/**
+ * The send window: a transaction is first signed only once its nonce is fewer than this many
+ * blocks' worth of transfers ahead of the chain's mined nonce. Signed further ahead, it would wait
+ * in the node's pool behind full blocks, each raising the base fee by an eighth, and a bid of twice
+ * the base fee is priced out after about six: every such transaction is then signed again, and
+ * the account mines nothing until the first of them is.
+ */
+export const WINDOW_BLOCKS = 3;
+/** The window's floor, in transactions (a chain with small blocks). */
+export const MIN_WINDOW = 16;
+/** The window for a chain whose blocks hold `blockGas` gas. */
+export const sendWindow = (blockGas: bigint, transferGas: bigint) => Math.max(MIN_WINDOW, WINDOW_BLOCKS * Number(blockGas / transferGas));
+/** A transaction never signed whose nonce is `window` or more ahead of the mined nonce `latest`. */
+export const beyondWindow = (tx: Pick<Transaction, 'nonce'>, st: EvmState, latest: bigint, window: number) =>
+  tx.nonce !== null && st.broadcasts.length === 0 && tx.nonce >= latest + BigInt(window);
+
 /** How often a nonce whose use could not be attributed is looked at again. */
 export const ATTRIBUTION_RETRY_MS = 30_000;
 
@@ -93,7 +109,8 @@ export const unchanged = (w: Work) =>
 const stored = new WeakMap<Transaction, string>();
 function storedCanonical(tx: Transaction): string {
   let c = stored.get(tx);
-  if (c === undefined) stored.set(tx, (c = canonicalJson(tx.chainState)));
+  // A new row's state is null: the same as the state it reads as.
+  if (c === undefined) stored.set(tx, (c = canonicalJson(tx.chainState === null ? readState(tx) : tx.chainState)));
   return c;
 }
 
@@ -498,12 +515,26 @@ export function resolve(pace: Pace, w: Work, a: ChainAnswer, head: bigint, now: 
  * higher bid), 'send' (its saved bytes, again), or nothing (waiting, mined, held, done).
  * `lineSince`: when the account's mined nonce last moved.
  */
-export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest: bigint): 'sign' | 'send' | undefined {
+export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest: bigint, window?: number): 'sign' | 'send' | undefined {
   if (w.tx.nonce === null || w.st.phase === 'mined' || w.st.phase === 'done' || w.st.unattributed) return;
   expireIfDue(w, now);
-  if (w.st.phase === 'new') return 'sign';
+  if (w.st.phase === 'new') return heldByWindow(pace, w, latest, window) ? undefined : 'sign';
   if (w.st.phase === 'signed') return 'send';
   if (w.st.phase === 'broadcast' && dueForResubmit(pace, w, now, lineSince, latest)) return 'sign';
+}
+
+/**
+ * Whether the first signing of a transaction waits for the send window (`window` transactions
+ * ahead of the mined nonce `latest`; none: no window). A held row is due again about when the
+ * chain, mining full blocks, would let it in; the mined-nonce watch hands it over sooner when the
+ * chain gets there first.
+ */
+export function heldByWindow(pace: Pick<Pace, 'blocktimeMs'>, w: Work, latest: bigint, window: number | undefined): boolean {
+  if (window === undefined || !beyondWindow(w.tx, w.st, latest, window)) return false;
+  const ahead = nonceOf(w) - latest - BigInt(window);
+  const blocks = Math.ceil((Number(ahead) + 1) / (window / WINDOW_BLOCKS));
+  w.dueInMs = (blocks + 1) * pace.blocktimeMs;
+  return true;
 }
 
 /** The patch a work writes: nothing when only looked at (the row is just given back, due again). */

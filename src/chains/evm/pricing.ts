@@ -32,6 +32,23 @@ export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise
 }
 
 const caches = new WeakMap<EvmRpc, Map<string, { at: number; fees: Promise<FeeParams> }>>();
+
+// A chain's block gas limit moves slowly, if at all: one look a minute.
+const GAS_LIMIT_TTL_MS = 60_000;
+const gasLimits = new WeakMap<EvmRpc, { at: number; limit: Promise<bigint> }>();
+
+/** The gas limit of the chain's latest block. */
+export function blockGasLimit(rpc: EvmRpc): Promise<bigint> {
+  const hit = gasLimits.get(rpc);
+  if (hit && Date.now() - hit.at < GAS_LIMIT_TTL_MS) return hit.limit;
+  const limit = rpc.request<{ gasLimit?: string } | null>('eth_getBlockByNumber', ['latest', false]).then((b) => {
+    if (!b?.gasLimit) throw new Error('the latest block has no gasLimit');
+    return BigInt(b.gasLimit);
+  });
+  gasLimits.set(rpc, { at: Date.now(), limit });
+  limit.catch(() => gasLimits.delete(rpc));
+  return limit;
+}
 function cacheOf(rpc: EvmRpc) {
   let c = caches.get(rpc);
   if (!c) caches.set(rpc, (c = new Map()));

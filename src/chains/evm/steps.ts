@@ -2,7 +2,7 @@
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
 import type { Address, Hex, TransactionSerializable } from 'viem';
-import type { Relayer } from '../../generated/prisma/client.js';
+import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/family.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
@@ -13,6 +13,8 @@ import { evmContext, type EvmContext } from './context.js';
 import {
   actionOf,
   atNonce,
+  beyondWindow,
+  MIN_WINDOW,
   type Pace,
   broadcastOf,
   type ChainAnswer,
@@ -29,6 +31,7 @@ import {
   resolve,
   resumeSigned,
   searchDue,
+  sendWindow,
   signedHashes,
   toResolve,
   unreachable,
@@ -39,7 +42,7 @@ import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './e
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
 import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
-import { capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
+import { blockGasLimit, capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc.js';
 import { readState, type Broadcast } from './state.js';
 import { untilMined, watchMined } from './watch.js';
@@ -89,6 +92,8 @@ interface EvmDecision extends Decision<EvmEffect> {
   /** The account's mined nonce read at the start of the step, and since when it is there. */
   latest?: bigint;
   lineSince: number;
+  /** The send window (decide.ts), when the step has rows far enough ahead for it to matter. */
+  window?: number;
   /** Its broadcast waits in the step for the chain to mine it (see decide). */
   waits: boolean;
   /** Something an operator should know, logged once the step is saved. */
@@ -100,6 +105,7 @@ interface Seen {
   setupError?: string;
   latest?: bigint;
   lineSince: number;
+  window?: number;
   head: bigint;
   answers: Map<string, ChainAnswer>;
   unreachable?: Error;
@@ -213,6 +219,24 @@ async function explainReverts(ctx: EvmContext, reverted: { w: Work; r: Receipt }
     }
     answers.set(w.tx.id, { kind: 'receipt', receipt: r, revert: `${why}; mined in block ${BigInt(r.blockNumber)}` });
   });
+}
+
+const min = (xs: bigint[]) => xs.reduce((a, b) => (a < b ? a : b));
+const max = (xs: bigint[]) => xs.reduce((a, b) => (a > b ? a : b));
+
+/**
+ * The send window for a step's rows (decide.ts), read only when a row not yet signed is at least
+ * MIN_WINDOW ahead of the mined nonce: a step of a few rows costs no call for it. None when the
+ * chain's block gas limit cannot be read (every row is signed, as without a window).
+ */
+async function windowFor(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: bigint) {
+  if (!rows.some((tx) => beyondWindow(tx, readState(tx), latest, MIN_WINDOW))) return undefined;
+  try {
+    return sendWindow(await blockGasLimit(ctx.rpc), TRANSFER_GAS);
+  } catch (err) {
+    c.log.debug({ err }, 'block gas limit not read: no send window this step');
+    return undefined;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,7 +355,7 @@ async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDeci
 
 /** What a work does next in this step (sign or send), from where it stands. */
 function next(d: EvmDecision, w: Work, effects: EvmEffect[]): EvmDecision {
-  const todo = effects.length === 0 && d.latest !== undefined ? plan(d.pace, w, Date.now(), d.lineSince, d.latest) : undefined;
+  const todo = effects.length === 0 && d.latest !== undefined ? plan(d.pace, w, Date.now(), d.lineSince, d.latest, d.window) : undefined;
   return decisionOf(w, todo === 'sign' ? [{ stage: 'sign' }] : todo === 'send' ? [sendOf(w)] : effects, d);
 }
 
@@ -359,6 +383,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     try {
       seen.latest = await latestNonce(c.evm);
       seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
+      seen.window = await windowFor(c, c.evm, rows, seen.latest);
       const { head, answers } = await readChain(
         c.rt,
         c.evm,
@@ -380,7 +405,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     // giving the rows back and having the mined-nonce watch claim them again: two writes of each
     // row fewer. A few rows (a lone client) are written at once, so their status shows submitted.
     const waits = rows.length >= WAIT_ROWS && seen.pace.blocktimeMs <= WAIT_BLOCKTIME_MS;
-    const base = { pace: seen.pace, latest: seen.latest, lineSince: seen.lineSince, waits };
+    const base = { pace: seen.pace, latest: seen.latest, lineSince: seen.lineSince, window: seen.window, waits };
     const ds = rows.map((tx) => {
       const w = newWork(tx, readState(tx));
       resumeSigned(w);
@@ -496,15 +521,14 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
 
   settled(c, ds) {
     for (const d of ds) if (d.note) c.log.warn({ ...d.note.fields, transactionId: d.tx.id }, d.note.msg);
+    const { latest, window: size } = ds.find((d) => d.latest !== undefined) ?? {};
+    if (!c.evm || latest === undefined) return;
     const out = ds.filter((d) => d.work.st.phase === 'broadcast').map((d) => nonceOf(d.work));
-    const latest = ds.find((d) => d.latest !== undefined)?.latest;
-    if (c.evm && out.length > 0 && latest !== undefined)
-      watchMined(
-        c.rt,
-        c.evm,
-        out.reduce((a, b) => (a > b ? a : b)),
-        latest,
-        out.reduce((a, b) => (a < b ? a : b)),
-      );
+    // Rows the send window held (decide.ts): the watch hands them over as the chain lets them in.
+    const held =
+      size === undefined ? [] : ds.filter((d) => d.work.st.phase === 'new' && beyondWindow(d.tx, d.work.st, latest, size)).map((d) => nonceOf(d.work));
+    if (out.length + held.length === 0) return;
+    const window = held.length > 0 ? { size: size!, from: min(held) } : undefined;
+    watchMined(c.rt, c.evm, out.length > 0 ? max(out) : latest, latest, out.length > 0 ? min(out) : undefined, window);
   },
 };

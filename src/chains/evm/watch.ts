@@ -20,6 +20,8 @@ interface Watch {
   timer?: NodeJS.Timeout;
   /** Steps waiting for the chain's nonce to pass theirs (untilMined). */
   waiters: { nonce: bigint; wake: () => void }[];
+  /** The send window (decide.ts) when rows wait for it: those it lets in as the chain moves are claimed too. */
+  window?: number;
 }
 
 /** A read of the mined nonce is cheap: ten a block, so a block is seen soon after it is made. */
@@ -35,7 +37,7 @@ const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
  * (the step held them), and their own due time is their resubmission time, seconds away; they are
  * claimed now.
  */
-export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint, from?: bigint) {
+export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint, from?: bigint, held?: { size: number; from: bigint }) {
   const watches = rt.state(WATCHES);
   const w = watches.get(ctx.relayer.id) ?? { upTo, seen, waiters: [] };
   watches.set(ctx.relayer.id, w);
@@ -46,6 +48,12 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
     const below = w.seen < upTo + 1n ? w.seen : upTo + 1n;
     if (below > lowest)
       claimMined(rt, ctx.relayer.id, lowest, below).catch((err) => rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'));
+  }
+  if (held) {
+    // Rows the step held for the window: those the chain let in meanwhile are claimed now.
+    w.window = held.size;
+    const open = w.seen + BigInt(held.size);
+    if (open > held.from) claimLetIn(rt, ctx.relayer.id, held.from, open);
   }
   if (!w.timer) schedule(rt, ctx, watches, w);
   return w;
@@ -88,10 +96,15 @@ function wake(w: Watch, latest: bigint, all = false) {
  * then), still in flight and free, leased to this instance's worker. A row below `from` was passed
  * before; its own due time brings it back.
  */
-async function claimMined(rt: Runtime, relayerId: string, from: bigint, latest: bigint) {
+async function claimMined(rt: Runtime, relayerId: string, from: bigint, latest: bigint, unsigned = false) {
   if (!rt.handOff) return; // the worker stopped
-  const rows = await claimMinedNonces(rt, relayerId, from, latest);
+  const rows = await claimMinedNonces(rt, relayerId, from, latest, unsigned);
   if (rows.length > 0) rt.handOff(rows.sort(byNonce));
+}
+
+/** The rows never signed with a nonce in [from, below), which the send window now lets in. */
+function claimLetIn(rt: Runtime, relayerId: string, from: bigint, below: bigint) {
+  claimMined(rt, relayerId, from, below, true).catch((err) => rt.log.debug({ err, relayerId }, 'claim of rows let in failed'));
 }
 
 function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
@@ -104,6 +117,7 @@ function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: 
         w.seen = latest;
         wake(w, latest);
         await claimMined(rt, ctx.relayer.id, from, latest);
+        if (w.window !== undefined) claimLetIn(rt, ctx.relayer.id, from + BigInt(w.window), latest + BigInt(w.window));
       }
       if (latest > w.upTo) {
         watches.delete(key);

@@ -200,12 +200,13 @@ const BY_IDS = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SEL
  * Claims the relayer's in-flight rows with a nonce in [from, below) that no one holds (the chain
  * has mined past them), due or not. Bounded below, so it reads the nonces the chain just passed
  * whatever the statistics and the dead index entries (a server without autovacuum): unbounded, it
- * read every earlier transaction of the relayer, 0.6-0.85 s at 45,000 of them.
+ * read every earlier transaction of the relayer, 0.6-0.85 s at 45,000 of them. With `unsigned`,
+ * only rows never signed (no hash yet).
  */
-export async function claimMinedNonces(rt: Runtime, relayerId: string, from: bigint, below: bigint): Promise<Transaction[]> {
+export async function claimMinedNonces(rt: Runtime, relayerId: string, from: bigint, below: bigint, unsigned = false): Promise<Transaction[]> {
   const claimed = await rt.db.read<Pick<Transaction, (typeof CLAIMED)[number]>>(
     `UPDATE transactions SET lease_owner = $4, lease_until = now() + ($5 || ' milliseconds')::interval
-     WHERE relayer_id = $1 AND nonce >= $2 AND nonce < $3 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())
+     WHERE relayer_id = $1 AND nonce >= $2 AND nonce < $3 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}
      RETURNING ${columnsAs(CLAIMED)}`,
     [relayerId, from.toString(), below.toString(), rt.instanceId, String(LEASE_MS)],
     { prepare: true },

@@ -14,6 +14,7 @@ import {
   recordSigning,
   resumeSigned,
   searchDue,
+  sendWindow,
   type Work,
 } from '../../../src/chains/evm/decide.js';
 import { replacementFees } from '../../../src/chains/evm/pricing.js';
@@ -375,5 +376,40 @@ describe('a step after the node took its broadcasts', () => {
     expect(afterOk(32, 1_000)).toEqual([{ stage: 'read', resolve: true, waits: true }]);
     expect(afterOk(31, 1_000)).toEqual([]);
     expect(afterOk(32, 12_000)).toEqual([]);
+  });
+});
+
+describe('the send window', () => {
+  const fresh = (nonce: number) => row({ id: `tx-${nonce}`, nonce: BigInt(nonce) });
+  const decide = (rows: Transaction[], window: number | undefined, latest = 100n) =>
+    evmSteps.decide(rows, { pace, latest, lineSince: Date.now(), window, head: 0n, answers: new Map() }, new Date());
+
+  it('is three blocks of transfers, at least 16', () => {
+    expect(sendWindow(30_000_000n, 21_000n)).toBe(3 * 1428);
+    expect(sendWindow(105_000n, 21_000n)).toBe(16);
+  });
+
+  it('signs what is within it; a row as far ahead as the window waits, unchanged, due about when full blocks let it in', () => {
+    const ds = decide([fresh(100), fresh(139), fresh(140), fresh(153), fresh(167)], 40);
+    expect(ds.map((d) => d.effects.map((e) => e.stage))).toEqual([['sign'], ['sign'], [], [], []]);
+    // Nothing written for a held row: its lease is only given back, with its due time.
+    expect(ds.slice(2).map((d) => d.patch)).toEqual([{}, {}, {}]);
+    // 40 over 3 blocks: about 13 a block. Nonce 140 is let in by the next block, 153 by the one after, 167 by the third;
+    // each is due a block after that.
+    expect(ds.slice(2).map((d) => d.nextInMs)).toEqual([2_000, 3_000, 4_000]);
+  });
+
+  it('holds nothing without a window, nor a row signed before (moved to a new nonce, or signed again)', () => {
+    expect(decide([fresh(1_000)], undefined)[0].effects).toEqual([{ stage: 'sign' }]);
+    const moved = row({
+      nonce: 1_000n,
+      chainState: {
+        goal: 'payload',
+        phase: 'new',
+        version: 0,
+        broadcasts: [{ hash: h(1), kind: 'payload', version: 0, nonce: '7', gasLimit: '21000', fees: { gasPrice: '1' }, signedAt: new Date().toISOString() }],
+      },
+    });
+    expect(decide([moved], 40)[0].effects).toEqual([{ stage: 'sign' }]);
   });
 });

@@ -113,3 +113,71 @@ describe('rows the chain passed while a step held them', () => {
     }
   });
 });
+
+describe('rows the send window held', () => {
+  it('are claimed as the chain lets them in, rows never signed only, and those let in while a step held them when it gives them back', async () => {
+    const db = await openDatabase({ inMemory: true });
+    try {
+      const address = '0x0000000000000000000000000000000000000001';
+      await db.prisma.relayer.create({ data: { id: 'r1', name: 'r1', network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
+      // Broadcast at nonces 0 to 3; held by the window at 10 to 13, 12 and 13 still leased by the
+      // step that held them; 11 is signed (a row the window does not hold).
+      for (const nonce of [0n, 1n, 2n, 3n, 10n, 11n, 12n, 13n]) {
+        const held = nonce >= 10n && nonce !== 11n;
+        await db.prisma.transaction.create({
+          data: {
+            id: randomUUID(),
+            relayerId: 'r1',
+            networkType: 'evm',
+            from: address,
+            value: '1',
+            nonce,
+            status: held ? 'pending' : 'submitted',
+            hash: held ? null : `0x${nonce.toString(16).padStart(64, '0')}`,
+            request: {},
+            requestDigest: 'd',
+            validUntil: new Date(Date.now() + 3_600_000),
+            dueAt: new Date(Date.now() + 10_000),
+            ...(nonce >= 12n ? { leaseOwner: 'step', leaseUntil: new Date(Date.now() + 60_000) } : {}),
+          },
+        });
+      }
+      const handed: bigint[] = [];
+      const chain = { latest: 0n };
+      const rt = {
+        db,
+        prisma: db.prisma,
+        instanceId: 'w',
+        state: createState(),
+        log: { debug() {} },
+        handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
+      } as unknown as Runtime;
+      const ctx = { relayer: { id: 'r1', address }, blocktimeMs: 500, rpc: { request: async () => `0x${chain.latest.toString(16)}` } } as unknown as EvmContext;
+      const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      const claimed = () => [...handed].sort((a, b) => (a < b ? -1 : 1));
+
+      // A window of 10: nothing from 10 up is let in while the chain's nonce is 0.
+      // Broadcasts out up to nonce 9 keep the watch going.
+      watchMined(rt, ctx, 9n, 0n, undefined, { size: 10, from: 10n });
+      await settle(300);
+      expect(handed).toEqual([]);
+      // Two mined: 0 and 1 for their receipts, 10 and 11 let in, of which 11 was signed already.
+      chain.latest = 2n;
+      await settle(300);
+      expect(claimed()).toEqual([0n, 1n, 10n]);
+      // Two more: 12 and 13 are let in, but the step still holds them.
+      chain.latest = 4n;
+      await settle(300);
+      expect(claimed()).toEqual([0n, 1n, 2n, 3n, 10n]);
+      // The step gives them back and tells the watch: claimed at once.
+      await db.prisma.transaction.updateMany({ where: { nonce: { in: [12n, 13n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      watchMined(rt, ctx, 9n, 2n, undefined, { size: 10, from: 12n });
+      await settle(300);
+      expect(claimed()).toEqual([0n, 1n, 2n, 3n, 10n, 12n, 13n]);
+      chain.latest = 30n; // past every broadcast: the watch ends
+      await settle(300);
+    } finally {
+      await db.close();
+    }
+  });
+});
