@@ -4,7 +4,9 @@
 // exactly once, and the chain must agree with the database (see test/support/soak.ts).
 //
 //   npx tsx bench/soak.ts [--rounds 50] [--seed N] [--postgres postgres://user@host:5432/postgres]
-//                         [--sends 30] [--concurrency 10] [--logs <dir>]
+//                         [--sends 30] [--concurrency 10] [--gas-limit N] [--logs <dir>]
+//   --gas-limit: the chain's block gas limit; 92400 (4 transfers a block) keeps the send window
+//   holding transactions through the faults.
 //
 // Exits 1 when a transaction was lost or doubled, or the chain disagrees with the database; the
 // service output of every round is then written under --logs (default a temp dir), with the lines
@@ -22,14 +24,18 @@ const { values: args } = parseArgs({
     postgres: { type: 'string' },
     sends: { type: 'string', default: '30' },
     concurrency: { type: 'string', default: '10' },
+    'gas-limit': { type: 'string' },
     logs: { type: 'string' },
   },
 });
 const seed = args.seed !== undefined ? Number(args.seed) >>> 0 : Math.floor(Math.random() * 2 ** 32);
 const rounds = Number(args.rounds);
-console.log(`soak: seed ${seed}, ${rounds} rounds, ${args.sends} sends a round (${args.concurrency} at once), ${args.postgres ? 'PostgreSQL' : 'PGlite'}`);
+const gasLimit = args['gas-limit'] === undefined ? undefined : Number(args['gas-limit']);
 console.log(
-  `replay: npx tsx bench/soak.ts --rounds ${rounds} --seed ${seed}${args.postgres ? ` --postgres ${args.postgres}` : ''} --sends ${args.sends} --concurrency ${args.concurrency}`,
+  `soak: seed ${seed}, ${rounds} rounds, ${args.sends} sends a round (${args.concurrency} at once), ${args.postgres ? 'PostgreSQL' : 'PGlite'}${gasLimit ? `, blocks of ${gasLimit} gas` : ''}`,
+);
+console.log(
+  `replay: npx tsx bench/soak.ts --rounds ${rounds} --seed ${seed}${args.postgres ? ` --postgres ${args.postgres}` : ''} --sends ${args.sends} --concurrency ${args.concurrency}${gasLimit ? ` --gas-limit ${gasLimit}` : ''}`,
 );
 
 const r = await runSoak({
@@ -38,6 +44,7 @@ const r = await runSoak({
   postgres: args.postgres,
   sends: Number(args.sends),
   concurrency: Number(args.concurrency),
+  gasLimit,
   log: (line) => console.log(`  ${line}`),
 });
 

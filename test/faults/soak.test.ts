@@ -15,6 +15,14 @@ describe('exactly once under RPC chaos, mining stops and kill -9 (short soak)', 
     expect(r.transactions).toBeGreaterThanOrEqual(r.accepted);
   }, 300_000);
 
+  it('holds with the EVM send window holding transactions: blocks of 4 transfers, so sends run more than 16 ahead of the chain', async () => {
+    const r = await runSoak({ rounds: 3, seed: 13, sends: 30, concurrency: 10, gasLimit: 4 * 23_100, settleMs: 180_000 });
+    expect(r.kills).toBe(3);
+    expect(r.accepted).toBeGreaterThan(16);
+    expect({ lost: r.lost, doubled: r.doubled, problems: r.problems }).toEqual({ lost: 0, doubled: 0, problems: [] });
+    expect(r.transactions).toBeGreaterThanOrEqual(r.accepted);
+  }, 300_000);
+
   it('the check itself catches a payload mined twice (a copy sent from the relayer account behind its back)', async () => {
     const r = await runSoak({
       rounds: 1,

@@ -21,6 +21,8 @@ export interface SoakOptions {
   /** Sends per round, and how many are in flight at once. */
   sends?: number;
   concurrency?: number;
+  /** The chain's block gas limit (default anvil's): small blocks keep the EVM send window holding transactions. */
+  gasLimit?: number;
   mix?: FaultMix;
   /** How long the final instance may take to bring every transaction to a final state. */
   settleMs?: number;
@@ -108,7 +110,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   let anvil: AnvilInstance;
   let proxy: ChaosProxy;
   try {
-    anvil = await startAnvil({ blockTime: 1 });
+    anvil = await startAnvil({ blockTime: 1, gasLimit: opts.gasLimit });
     cleanup.push(() => anvil.stop());
     proxy = await startChaosProxy(anvil.url, proxyRandom);
     cleanup.push(() => proxy.close());
