@@ -22,6 +22,7 @@ import type { EvmContext } from '../../../src/chains/evm/context.js';
 import { readState, type Broadcast } from '../../../src/chains/evm/state.js';
 import { evmSteps } from '../../../src/chains/evm/steps.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
+import { createState } from '../../../src/core/state.js';
 
 const pace = { blocktimeMs: 1_000, requiredConfirmations: 1 };
 const h = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex;
@@ -397,6 +398,27 @@ describe('the send window', () => {
     // 40 over 3 blocks: about 13 a block. Nonce 140 is let in by the next block, 153 by the one after, 167 by the third;
     // each is due a block after that.
     expect(ds.slice(2).map((d) => d.nextInMs)).toEqual([2_000, 3_000, 4_000]);
+  });
+
+  it('is read from the latest block only for a step with a row 16 or more ahead; none when the block cannot be read', async () => {
+    const calls: string[] = [];
+    let block: () => unknown = () => ({ gasLimit: '0x1c9c380' }); // 30,000,000
+    const rpc = {
+      request: async (method: string) => {
+        calls.push(method);
+        return method === 'eth_getTransactionCount' ? '0x64' : block(); // mined nonce 100
+      },
+    };
+    const c = { rt: { state: createState() }, relayer: { id: 'w1' }, evm: { rpc, relayer: { address: '0x1' } }, log: { debug() {} } };
+    const observe = (nonce: number) => evmSteps.observe(c as never, [row({ nonce: BigInt(nonce) })]);
+    expect((await observe(115)).window).toBeUndefined();
+    expect(calls).toEqual(['eth_getTransactionCount']);
+    expect((await observe(116)).window).toBe(3 * 1428);
+    block = () => {
+      throw new Error('no such block');
+    };
+    c.evm.rpc = { ...rpc }; // another node (the limit is kept per client)
+    expect((await observe(116)).window).toBeUndefined();
   });
 
   it('holds nothing without a window, nor a row signed before (moved to a new nonce, or signed again)', () => {
