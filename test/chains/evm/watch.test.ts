@@ -46,47 +46,64 @@ describe('waiting for the chain to mine a step’s broadcasts', () => {
   });
 });
 
+const ADDRESS = '0x0000000000000000000000000000000000000001';
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Relayer r1's rows on a fresh database, each due in `dueInMs`: signed ones (submitted, with a
+ * hash) unless `unsigned` has their nonce, those in `leased` held by a step. The watch's runtime
+ * hands what it claims to `handed`; the chain's mined nonce is `chain.latest`.
+ */
+async function rowsAt(nonces: bigint[], opts: { unsigned?: bigint[]; leased: bigint[]; dueInMs: number }) {
+  const db = await openDatabase({ inMemory: true });
+  await db.prisma.relayer.create({ data: { id: 'r1', name: 'r1', network: 'localnet', networkType: 'evm', signerId: 's', address: ADDRESS, policies: {} } });
+  const ids = new Map<bigint, string>();
+  for (const nonce of nonces) {
+    const id = randomUUID();
+    ids.set(nonce, id);
+    const unsigned = opts.unsigned?.includes(nonce);
+    await db.prisma.transaction.create({
+      data: {
+        id,
+        relayerId: 'r1',
+        networkType: 'evm',
+        from: ADDRESS,
+        value: '1',
+        nonce,
+        status: unsigned ? 'pending' : 'submitted',
+        hash: unsigned ? null : `0x${nonce.toString(16).padStart(64, '0')}`,
+        request: {},
+        requestDigest: 'd',
+        validUntil: new Date(Date.now() + 3_600_000),
+        dueAt: new Date(Date.now() + opts.dueInMs),
+        ...(opts.leased.includes(nonce) ? { leaseOwner: 'step', leaseUntil: new Date(Date.now() + 60_000) } : {}),
+      },
+    });
+  }
+  const handed: bigint[] = [];
+  const chain = { latest: 0n };
+  const rt = {
+    db,
+    prisma: db.prisma,
+    instanceId: 'w',
+    state: createState(),
+    log: { debug() {} },
+    handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
+  } as unknown as Runtime;
+  const ctx = {
+    relayer: { id: 'r1', address: ADDRESS },
+    blocktimeMs: 500,
+    rpc: { request: async () => `0x${chain.latest.toString(16)}` },
+  } as unknown as EvmContext;
+  const giveBack = (ns: bigint[]) => db.prisma.transaction.updateMany({ where: { nonce: { in: ns } }, data: { leaseOwner: null, leaseUntil: null } });
+  return { db, ids, handed, chain, rt, ctx, giveBack };
+}
+
 describe('rows the chain passed while a step held them', () => {
   it('are claimed when the step gives them back, not left until their resubmission time', async () => {
-    const db = await openDatabase({ inMemory: true });
+    // Broadcast at nonces 0 to 3, due again at their resubmission time; 2 and 3 held by a step.
+    const { db, ids, handed, chain, rt, ctx, giveBack } = await rowsAt([0n, 1n, 2n, 3n], { leased: [2n, 3n], dueInMs: 3_000 });
     try {
-      const address = '0x0000000000000000000000000000000000000001';
-      await db.prisma.relayer.create({ data: { id: 'r1', name: 'r1', network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
-      // Broadcast at nonces 0 to 3, due again at their resubmission time; 2 and 3 held by a step.
-      const ids = new Map<bigint, string>();
-      for (const nonce of [0n, 1n, 2n, 3n]) {
-        const id = randomUUID();
-        ids.set(nonce, id);
-        await db.prisma.transaction.create({
-          data: {
-            id,
-            relayerId: 'r1',
-            networkType: 'evm',
-            from: address,
-            value: '1',
-            nonce,
-            status: 'submitted',
-            request: {},
-            requestDigest: 'd',
-            validUntil: new Date(Date.now() + 3_600_000),
-            dueAt: new Date(Date.now() + 3_000),
-            ...(nonce >= 2n ? { leaseOwner: 'step', leaseUntil: new Date(Date.now() + 60_000) } : {}),
-          },
-        });
-      }
-      const handed: bigint[] = [];
-      const chain = { latest: 0n };
-      const rt = {
-        db,
-        prisma: db.prisma,
-        instanceId: 'w',
-        state: createState(),
-        log: { debug() {} },
-        handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
-      } as unknown as Runtime;
-      const ctx = { relayer: { id: 'r1', address }, blocktimeMs: 500, rpc: { request: async () => `0x${chain.latest.toString(16)}` } } as unknown as EvmContext;
-      const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
       // The chain mines all four; the watch claims what is free.
       watchMined(rt, ctx, 9n, 0n);
       chain.latest = 4n;
@@ -94,7 +111,7 @@ describe('rows the chain passed while a step held them', () => {
       expect(handed).toEqual([0n, 1n]);
 
       // The step ends, giving its rows back (due in 3 s), and tells the watch what it broadcast.
-      await db.prisma.transaction.updateMany({ where: { nonce: { in: [2n, 3n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      await giveBack([2n, 3n]);
       watchMined(rt, ctx, 3n, 0n, 2n);
       await settle(300);
       expect(handed).toEqual([0n, 1n, 2n, 3n]);
@@ -102,7 +119,7 @@ describe('rows the chain passed while a step held them', () => {
       expect(claimed.map((t) => t.leaseOwner)).toEqual(['w', 'w']);
 
       // A step that read the chain past its rows decided on that: nothing is claimed for it again.
-      await db.prisma.transaction.updateMany({ where: { nonce: { in: [2n, 3n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      await giveBack([2n, 3n]);
       watchMined(rt, ctx, 3n, 4n, 2n);
       await settle(300);
       expect(handed).toEqual([0n, 1n, 2n, 3n]);
@@ -116,46 +133,15 @@ describe('rows the chain passed while a step held them', () => {
 
 describe('rows the send window held', () => {
   it('are claimed as the chain lets them in, rows never signed only, and those let in while a step held them when it gives them back', async () => {
-    const db = await openDatabase({ inMemory: true });
+    // Broadcast at nonces 0 to 3; held by the window at 10, 12 and 13, the last two still leased by
+    // the step that held them; 11 is signed (a row the window does not hold).
+    const { db, handed, chain, rt, ctx, giveBack } = await rowsAt([0n, 1n, 2n, 3n, 10n, 11n, 12n, 13n], {
+      unsigned: [10n, 12n, 13n],
+      leased: [12n, 13n],
+      dueInMs: 10_000,
+    });
+    const claimed = () => [...handed].sort((a, b) => (a < b ? -1 : 1));
     try {
-      const address = '0x0000000000000000000000000000000000000001';
-      await db.prisma.relayer.create({ data: { id: 'r1', name: 'r1', network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
-      // Broadcast at nonces 0 to 3; held by the window at 10 to 13, 12 and 13 still leased by the
-      // step that held them; 11 is signed (a row the window does not hold).
-      for (const nonce of [0n, 1n, 2n, 3n, 10n, 11n, 12n, 13n]) {
-        const held = nonce >= 10n && nonce !== 11n;
-        await db.prisma.transaction.create({
-          data: {
-            id: randomUUID(),
-            relayerId: 'r1',
-            networkType: 'evm',
-            from: address,
-            value: '1',
-            nonce,
-            status: held ? 'pending' : 'submitted',
-            hash: held ? null : `0x${nonce.toString(16).padStart(64, '0')}`,
-            request: {},
-            requestDigest: 'd',
-            validUntil: new Date(Date.now() + 3_600_000),
-            dueAt: new Date(Date.now() + 10_000),
-            ...(nonce >= 12n ? { leaseOwner: 'step', leaseUntil: new Date(Date.now() + 60_000) } : {}),
-          },
-        });
-      }
-      const handed: bigint[] = [];
-      const chain = { latest: 0n };
-      const rt = {
-        db,
-        prisma: db.prisma,
-        instanceId: 'w',
-        state: createState(),
-        log: { debug() {} },
-        handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
-      } as unknown as Runtime;
-      const ctx = { relayer: { id: 'r1', address }, blocktimeMs: 500, rpc: { request: async () => `0x${chain.latest.toString(16)}` } } as unknown as EvmContext;
-      const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
-      const claimed = () => [...handed].sort((a, b) => (a < b ? -1 : 1));
-
       // A window of 10: nothing from 10 up is let in while the chain's nonce is 0.
       // Broadcasts out up to nonce 9 keep the watch going.
       watchMined(rt, ctx, 9n, 0n, undefined, { size: 10, from: 10n });
@@ -170,7 +156,7 @@ describe('rows the send window held', () => {
       await settle(300);
       expect(claimed()).toEqual([0n, 1n, 2n, 3n, 10n]);
       // The step gives them back and tells the watch: claimed at once.
-      await db.prisma.transaction.updateMany({ where: { nonce: { in: [12n, 13n] } }, data: { leaseOwner: null, leaseUntil: null } });
+      await giveBack([12n, 13n]);
       watchMined(rt, ctx, 9n, 2n, undefined, { size: 10, from: 12n });
       await settle(300);
       expect(claimed()).toEqual([0n, 1n, 2n, 3n, 10n, 12n, 13n]);
