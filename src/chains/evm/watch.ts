@@ -35,7 +35,9 @@ const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
  * the caller last read. With `from`, the caller is a step that has just given back rows it broadcast
  * at nonces `from` to `upTo`: those the watch saw the chain pass meanwhile, it could not claim then
  * (the step held them), and their own due time is their resubmission time, seconds away; they are
- * claimed now.
+ * claimed now. With `held`, the step has given back rows the send window held, from nonce `from` up:
+ * from then on the watch also claims the rows the window lets in as the chain moves, and those it
+ * let in while the step held them are claimed now.
  */
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint, from?: bigint, held?: { size: number; from: bigint }) {
   const watches = rt.state(WATCHES);
@@ -50,7 +52,6 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
       claimMined(rt, ctx.relayer.id, lowest, below).catch((err) => rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'));
   }
   if (held) {
-    // Rows the step held for the window: those the chain let in meanwhile are claimed now.
     w.window = held.size;
     const open = w.seen + BigInt(held.size);
     if (open > held.from) claimLetIn(rt, ctx.relayer.id, held.from, open);
