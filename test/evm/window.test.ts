@@ -3,10 +3,11 @@ import { databaseKinds } from '../support/postgres.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { getTx, RECEIVER, RELAYER, waitStatus } from './helpers.js';
 
-// A chain whose blocks hold 4 transfers (23,100 gas each, what the relayer gives a plain transfer), a
-// block a second: 60 transfers sent at once fill 15 blocks, each raising the base fee. Signed all at once at twice the base fee, the later ones
-// would be priced out after about six blocks and signed again; the send window (3 blocks' worth, at
-// least 16) signs each only when the chain is near it.
+// A chain whose blocks hold 4 transfers (23,100 gas each, what the relayer gives a plain transfer),
+// a block a second: 60 transfers sent at once fill 15 blocks, each raising the base fee by about a
+// tenth (a transfer uses 21,000). Signed all at once at twice the base fee, the later ones would be
+// priced out after seven blocks or so and signed again; the send window (3 blocks' worth, at least
+// 16) signs each only when the chain is near it.
 const SENDS = 60;
 const PER_BLOCK = 4;
 
