@@ -19,40 +19,38 @@ export const maxPricePerGas = (f: FeeParams) => ('gasPrice' in f ? f.gasPrice : 
 const TTL_MS = 1_000;
 
 export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise<FeeParams> {
-  const key = `${eip1559}:${speed}`;
-  const perRpc = cacheOf(rpc);
-  const hit = perRpc.get(key);
-  if (hit && Date.now() - hit.at < TTL_MS) return hit.fees;
-  const fees: Promise<FeeParams> = eip1559
-    ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }))
-    : legacyGasPrice(rpc, speed).then((gasPrice) => ({ gasPrice }));
-  perRpc.set(key, { at: Date.now(), fees });
-  fees.catch(() => perRpc.delete(key));
-  return fees;
+  return cached(rpc, `${eip1559}:${speed}`, TTL_MS, () =>
+    eip1559
+      ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }))
+      : legacyGasPrice(rpc, speed).then((gasPrice): FeeParams => ({ gasPrice })),
+  );
 }
-
-const caches = new WeakMap<EvmRpc, Map<string, { at: number; fees: Promise<FeeParams> }>>();
 
 // A chain's block gas limit moves slowly, if at all: one look a minute.
 const GAS_LIMIT_TTL_MS = 60_000;
-const gasLimits = new WeakMap<EvmRpc, { at: number; limit: Promise<bigint> }>();
 
 /** The gas limit of the chain's latest block. */
 export function blockGasLimit(rpc: EvmRpc): Promise<bigint> {
-  const hit = gasLimits.get(rpc);
-  if (hit && Date.now() - hit.at < GAS_LIMIT_TTL_MS) return hit.limit;
-  const limit = rpc.request<{ gasLimit?: string } | null>('eth_getBlockByNumber', ['latest', false]).then((b) => {
-    if (!b?.gasLimit) throw new Error('the latest block has no gasLimit');
-    return BigInt(b.gasLimit);
-  });
-  gasLimits.set(rpc, { at: Date.now(), limit });
-  limit.catch(() => gasLimits.delete(rpc));
-  return limit;
+  return cached(rpc, 'gasLimit', GAS_LIMIT_TTL_MS, () =>
+    rpc.request<{ gasLimit?: string } | null>('eth_getBlockByNumber', ['latest', false]).then((b) => {
+      if (!b?.gasLimit) throw new Error('the latest block has no gasLimit');
+      return BigInt(b.gasLimit);
+    }),
+  );
 }
-function cacheOf(rpc: EvmRpc) {
-  let c = caches.get(rpc);
-  if (!c) caches.set(rpc, (c = new Map()));
-  return c;
+
+const caches = new WeakMap<EvmRpc, Map<string, { at: number; value: Promise<unknown> }>>();
+
+/** What `load` gives, kept per client and key for `ttlMs`; a failure is not kept. */
+function cached<T>(rpc: EvmRpc, key: string, ttlMs: number, load: () => Promise<T>): Promise<T> {
+  let perRpc = caches.get(rpc);
+  if (!perRpc) caches.set(rpc, (perRpc = new Map()));
+  const hit = perRpc.get(key);
+  if (hit && Date.now() - hit.at < ttlMs) return hit.value as Promise<T>;
+  const value = load();
+  perRpc.set(key, { at: Date.now(), value });
+  value.catch(() => perRpc.delete(key));
+  return value;
 }
 
 /** Speed-derived fees held to the relayer's gas_price_cap (explicit prices above it are refused at accept). */

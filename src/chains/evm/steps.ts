@@ -447,7 +447,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     const looks = at((e) => 'resolve' in e);
     const waits = looks.filter((t) => 'waits' in t.effect);
     if (waits.length > 0) {
-      const upTo = waits.map((t) => nonceOf(t.d.work)).reduce((a, b) => (a > b ? a : b));
+      const upTo = max(waits.map((t) => nonceOf(t.d.work)));
       await untilMined(c.rt, ctx, upTo, waits[0].d.latest ?? 0n, Math.round(1.5 * ctx.blocktimeMs));
     }
     if (looks.length > 0) {
