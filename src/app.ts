@@ -9,7 +9,7 @@ import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graph
 import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
-import { schema } from './api/graphql/schema.js';
+import { buildSchema } from './api/graphql/schema.js';
 import { authenticator } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
@@ -30,6 +30,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * `yogaOnly` sends every /graphql request through yoga (tests compare it with the direct path).
  */
 export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolean } = {}): App {
+  const schema = buildSchema(rt.families);
   const mask = maskError(rt.log, (code) => httpOf[code].status);
   const yoga = createYoga<ServerContext, Context>({
     schema,
@@ -50,7 +51,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     context: ({ requestId, caller }) => requestContext(rt, requestId, caller),
   });
   const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
-  const rest = createRestHandler(run, rt);
+  const rest = createRestHandler(run, rt, schema);
   const graphql = graphqlPost(yoga, run, rt);
   const authenticate = authenticator(apiKey);
   // Only the API key authenticates, so every authenticated request is the same caller.

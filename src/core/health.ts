@@ -1,7 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { specOf } from '../chains/families.js';
 import { postJson } from '../lib/post.js';
-import type { Network } from '../config/load.js';
+import type { Network } from './networks.js';
 import { findNetwork, type Runtime } from './runtime.js';
 import { slot } from './state.js';
 
@@ -65,9 +64,8 @@ function answerOf(text: string): { result?: unknown; error?: { message?: string 
   }
 }
 
-/** A network answers when one of its RPC URLs answers its family's probe method. */
-async function probeNetwork(network: Network): Promise<void> {
-  const method = specOf(network.type).network.probe;
+/** A network answers when one of its RPC URLs answers its family's probe `method`. */
+async function probeNetwork(network: Network, method: string): Promise<void> {
   let last: unknown;
   for (const { url } of network.rpcUrls) {
     try {
@@ -128,7 +126,7 @@ async function checkReadiness(rt: Runtime): Promise<Readiness> {
       const found = findNetwork(rt, networkType, network);
       try {
         if (!found) throw new Error('not configured');
-        await probeNetwork(found);
+        await probeNetwork(found, rt.families.spec(found.type).network.probe);
         return { id, status: 'healthy' as const };
       } catch (e) {
         const error = messageOf(e);

@@ -1,7 +1,8 @@
 import type { PubSub } from 'graphql-yoga';
-import type { Config, Network } from '../config/load.js';
-import { networkKey } from '../config/load.js';
-import type { SignerRegistry } from '../config/signers.js';
+import type { Config } from '../config/load.js';
+import { networkKey, type Network } from './networks.js';
+import type { Families } from './registry.js';
+import type { SignerRegistry } from './signers.js';
 import type { Database, Db } from '../db/client.js';
 import type { StateOf } from './state.js';
 import type { Env } from '../config/env.js';
@@ -24,6 +25,8 @@ export interface Runtime {
   db: Database;
   prisma: Db;
   config: Config;
+  /** The chain families this service offers, with their pipelines. */
+  families: Families;
   signers: SignerRegistry;
   pubsub: PubSub<Topics>;
   instanceId: string;

@@ -5,7 +5,6 @@
 // Families decide and perform; only this file writes their rows (transactions/store.ts).
 import type { Relayer, Transaction } from '../generated/prisma/client.js';
 import type { Decision, Effect, Steps } from './transactions/family.js';
-import { familyOf } from './transactions/family.js';
 import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
 import { readRelayers } from './relayers/service.js';
 import type { Runtime } from './runtime.js';
@@ -47,7 +46,7 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: (
     await Promise.all(
       [...groups].map(async ([relayerId, group]) => {
         const relayer = relayers.get(relayerId);
-        const family = familyOf(group[0].networkType);
+        const family = rt.families.pipeline(group[0].networkType);
         const groupSent = once(() => --sending === 0 && sent());
         try {
           if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);

@@ -10,6 +10,7 @@ import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COL
 import { createState } from '../../src/core/state.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
+import { families } from '../support/families.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
@@ -38,13 +39,14 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   /** The relayer of every row, here without a notification: the insert queues no delivery. */
   const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
-  const handle = () => ({ db, wakeDeliveries: () => {} });
+  const handle = () => ({ db, families, wakeDeliveries: () => {} });
   /** A runtime of instance `w` for the step's saves and claims; `publish` sees what they publish. */
   const runtime = (publish: (topic: string, key: string, tx: Transaction) => void = () => {}) =>
     ({
       db,
       prisma: db.prisma,
       instanceId: 'w',
+      families,
       state: createState(),
       pubsub: { publish },
       wakeDeliveries: () => {},
@@ -197,7 +199,10 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
-    const deliveries = transactionUpdates(statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })));
+    const deliveries = transactionUpdates(
+      families,
+      statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })),
+    );
     await db.transaction((t) => t.run([deliveries!]));
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
     expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);

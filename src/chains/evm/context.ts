@@ -1,5 +1,5 @@
-import type { Network, RpcEndpoint } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network, RpcEndpoint } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { readEvmPolicy, type EvmPolicy } from './spec.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';

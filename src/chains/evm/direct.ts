@@ -2,7 +2,7 @@
 // relayers: the EVM half of core/relayers/direct.ts.
 import { concat, keccak256, type Hex } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
+import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/errors.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers/direct.js';

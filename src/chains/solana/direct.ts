@@ -2,7 +2,7 @@
 // relayers: the Solana half of core/relayers/direct.ts.
 import { getBase58Decoder, getBase64Decoder, getTransactionEncoder, type Address, type SignatureBytes, type Transaction } from '@solana/kit';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
+import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/errors.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { DirectOps } from '../../core/relayers/direct.js';

@@ -1,7 +1,7 @@
 // The Solana chain family: accepts shape B requests (a transaction whose fee payer is the
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
-import type { Network } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/errors.js';
 import { RelayerCheckError } from '../../core/errors.js';

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { TransactionBuilder } from '@stellar/stellar-sdk';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
+import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/errors.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { DirectOps } from '../../core/relayers/direct.js';

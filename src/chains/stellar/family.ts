@@ -1,8 +1,8 @@
 // The Stellar chain family: accepts shape C requests and works each transaction through
 // sign -> send -> track, with the relayer's sequence numbers allocated like EVM nonces.
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
-import type { Network } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { freeNonceOfFinal } from '../../core/transactions/store.js';
 import { invalid } from '../../core/errors.js';

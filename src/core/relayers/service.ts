@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../page.js';
-import { parsePolicies, type NetworkType } from './policies.js';
+import { parsePolicies } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 
 const RELAYERS_BY_ID = `SELECT ${columnsAs(Object.values(Prisma.RelayerScalarFieldEnum))} FROM relayers WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
@@ -93,7 +93,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   if (i.policies !== undefined) {
     // A policy object updates the fields it names; null clears every policy. Only the fields given
     // are validated: the stored ones were checked when set, and are kept in storable form.
-    const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
+    const result = parsePolicies(rt.families.spec(relayer.networkType), i.policies ?? {});
     if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }

@@ -4,7 +4,7 @@ import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { insertTransactions } from './store.js';
-import type { NetworkType } from '../relayers/policies.js';
+import type { NetworkType } from '../registry.js';
 import type { Accepted } from './family.js';
 
 export interface Intake {

@@ -9,6 +9,7 @@ import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { transactionUpdates, writeReporting } from '../notifications/events.js';
@@ -140,7 +141,7 @@ const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
  * offsets from `base`: none is written when it returns none.
  */
 export async function insertTransactions(
-  rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
+  rt: Pick<Runtime, 'db' | 'wakeDeliveries'> & { families: FamilySpecs },
   rows: NewTransaction[],
   opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement },
 ): Promise<Transaction[]> {
@@ -158,7 +159,13 @@ export async function insertTransactions(
       const filled = byId.get(r.id);
       return filled ? [writtenRow(r, filled, opts.leaseOwner ?? null)] : [];
     });
-    return { result: written, deliveries: transactionUpdates(written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction }))) };
+    return {
+      result: written,
+      deliveries: transactionUpdates(
+        rt.families,
+        written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+      ),
+    };
   });
 }
 
@@ -408,6 +415,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       reported.push(after);
     }
     const deliveries = transactionUpdates(
+      rt.families,
       reported.map((transaction) => ({ relayer: { id: transaction.relayerId, notificationId: notificationOf.get(transaction.id)! }, transaction })),
     );
     return { result: reported, deliveries };
