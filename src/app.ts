@@ -4,7 +4,7 @@ import { createYoga } from 'graphql-yoga';
 import { type Context, requestContext } from './api/graphql/context.js';
 import { operationRunner } from './api/graphql/run.js';
 import { graphqlPost, type ServerContext } from './api/graphql/post.js';
-import { maskError } from './api/graphql/errors.js';
+import { maskError } from './api/graphql/app-error.js';
 import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';

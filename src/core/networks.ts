@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { NetworkType } from '../chains/list.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { describeIssues } from '../lib/validate.js';
-import { invalid, notFound } from './errors.js';
+import { invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 

@@ -1,6 +1,6 @@
 import type { NetworkType } from '../chains/list.js';
-import type { FamilySpec } from './family.js';
-import type { ChainFamily } from './transactions/family.js';
+import type { FamilySpec } from './family-spec.js';
+import type { ChainFamily } from './transactions/pipeline.js';
 
 export type { NetworkType };
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } from '../signers/index.js';
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
 import { describeIssues } from '../lib/validate.js';
-import { conflict, invalid, notFound } from './errors.js';
+import { conflict, invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 

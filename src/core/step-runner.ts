@@ -4,7 +4,7 @@
 //   decided again) -> ... -> save with the next due time, giving the leases back.
 // Families decide and perform; only this file writes their rows (transactions/store.ts).
 import type { Relayer, Transaction } from '../generated/prisma/client.js';
-import type { Decision, Effect, Steps } from './transactions/family.js';
+import type { Decision, Effect, Steps } from './transactions/pipeline.js';
 import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
 import { readRelayers } from './relayers/service.js';
 import type { Runtime } from './runtime.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
-import { isUniqueViolation } from '../../src/db/errors.js';
+import { isUniqueViolation } from '../../src/db/unique-violation.js';
 import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
 import { readRelayers } from '../../src/core/relayers/service.js';

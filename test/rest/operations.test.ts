@@ -15,7 +15,7 @@ import type { Fields, JsonType } from '../../src/api/rest/fields.js';
 import { convertFields, gqlName } from '../../src/api/rest/fields.js';
 import { compileRoutes, schemaEnums } from '../../src/api/rest/handler.js';
 import { openApiDocument } from '../../src/api/rest/openapi.js';
-import { laterRoutes } from '../../src/api/rest/direct.js';
+import { laterRoutes } from '../../src/api/rest/sign-and-forward.js';
 import { restRecords } from '../../src/api/rest/records.js';
 import { families, routes, schema } from '../support/families.js';
 

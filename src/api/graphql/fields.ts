@@ -1,7 +1,7 @@
-import type { FieldType, RequestField } from '../../core/family.js';
+import type { FieldType, RequestField } from '../../core/family-spec.js';
 import type { Builder } from './builder.js';
 
-// GraphQL input types from the service's field descriptions (core/family.ts): the chain families
+// GraphQL input types from the service's field descriptions (core/family-spec.ts): the chain families
 // describe their request fields once, and the GraphQL input is derived from them.
 
 const camel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());

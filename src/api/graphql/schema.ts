@@ -1,7 +1,7 @@
 import type { GraphQLSchema } from 'graphql';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createBuilder, paging } from './builder.js';
-import { directTypes } from './direct.js';
+import { directTypes } from './sign-and-forward.js';
 import { entityTypes } from './entities.js';
 import { graphqlFields } from './fields.js';
 import { notificationTypes } from './notifications.js';

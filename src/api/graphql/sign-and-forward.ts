@@ -1,11 +1,18 @@
 import { RATE_LIMITED } from './rate-limit.js';
-import { relayerRpc, signMessage, signTransaction, signTypedData, type MessageSignature, type SignedTransaction } from '../../core/relayers/direct.js';
+import {
+  relayerRpc,
+  signMessage,
+  signTransaction,
+  signTypedData,
+  type MessageSignature,
+  type SignedTransaction,
+} from '../../core/relayers/sign-and-forward.js';
 import type { SchemaParts } from './builder.js';
 
 /** Signing without sending, and the JSON-RPC passthrough. */
 export function directTypes({ builder }: SchemaParts) {
   // Acting as a relayer without sending: signing (messages, EIP-712 digests, transactions the caller
-  // submits itself) and the JSON-RPC passthrough to the relayer's nodes (core/relayers/direct.ts).
+  // submits itself) and the JSON-RPC passthrough to the relayer's nodes (core/relayers/sign-and-forward.ts).
 
   type Evm = Extract<MessageSignature, { kind: 'evm' }>;
   type Ed25519 = Extract<MessageSignature, { kind: 'ed25519' }>;

@@ -1,6 +1,6 @@
-import { sendFieldsOf } from '../../core/family.js';
+import { sendFieldsOf } from '../../core/family-spec.js';
 import { RATE_LIMITED } from './rate-limit.js';
-import { invalid } from '../../core/errors.js';
+import { invalid } from '../../core/domain-error.js';
 import { listenNow } from '../../core/notifications/live.js';
 import { getRelayer } from '../../core/relayers/service.js';
 import { publicState } from '../../core/transactions/record.js';

@@ -8,7 +8,7 @@ import { textIssues, textProblem } from '../../lib/validate.js';
 import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
-import { laterFeature } from './direct.js';
+import { laterFeature } from './sign-and-forward.js';
 import { fail, json, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';

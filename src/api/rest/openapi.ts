@@ -1,6 +1,6 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
-import { directSchemas, laterRoutes } from './direct.js';
+import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
 import type { JsonSchema } from './records.js';
 import { httpOf } from './status.js';

@@ -1,5 +1,5 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
-import type { FamilySpec, RecordColumn } from '../../core/family.js';
+import type { FamilySpec, RecordColumn } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
 

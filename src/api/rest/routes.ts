@@ -14,10 +14,10 @@ import {
   RestUpdateRelayerDocument,
   type RestTransactionFragment,
 } from '../../generated/graphql.js';
-import { sendFieldsOf } from '../../core/family.js';
+import { sendFieldsOf } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
-import { directRoutes } from './direct.js';
+import { directRoutes } from './sign-and-forward.js';
 import { array, boolean, integer, object, restFields, string, type Field, type Fields, type JsonType } from './fields.js';
 import { entityRoutes } from './entities.js';
 import { notificationRecord, orList, paginationRecord, restRecords } from './records.js';

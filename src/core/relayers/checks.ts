@@ -3,7 +3,7 @@ import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 import type { NetworkType } from '../registry.js';
-import { RelayerCheckError } from '../../core/errors.js';
+import { RelayerCheckError } from '../domain-error.js';
 
 export { RelayerCheckError };
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { describeIssues } from '../../lib/validate.js';
-import { conflict, invalid, isDomainError, unavailable } from '../errors.js';
+import { conflict, invalid, isDomainError, unavailable } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import { signerFor } from '../signers.js';
 import { FINAL_STATUSES } from '../transactions/service.js';

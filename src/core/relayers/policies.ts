@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { FamilySpec } from '../family.js';
+import type { FamilySpec } from '../family-spec.js';
 
 // Each family's policy schema lives in its folder (chains/<family>/spec.ts).
 

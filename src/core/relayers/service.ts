@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
-import { invalid, relayerNotFound } from '../errors.js';
+import { invalid, relayerNotFound } from '../domain-error.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';

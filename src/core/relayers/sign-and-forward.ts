@@ -1,12 +1,12 @@
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid } from '../errors.js';
+import { invalid } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import { getRelayer } from './service.js';
-import { answerRpc, type RpcBody } from './rpc.js';
+import { answerRpc, type RpcBody } from './rpc-rules.js';
 
 // Acting as a relayer without sending anything: signing a message, typed data or a transaction the
 // caller submits itself, and the JSON-RPC passthrough to the relayer's nodes. Each chain family does
-// its part in its folder (chains/<family>/direct.ts), reached through its spec's `direct`.
+// its part in its folder (chains/<family>/sign-and-forward.ts), reached through its spec's `direct`.
 
 /** A message signature: EVM `{r, s, v, sig}` (hex without 0x, v 27 or 28), ed25519 `{signature, public_key}`. */
 export type MessageSignature = { kind: 'evm'; r: string; s: string; v: number; sig: string } | { kind: 'ed25519'; signature: string; publicKey: string };

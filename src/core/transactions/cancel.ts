@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from '../../generated/prisma/client.js';
 import { claimRow, LEASE_MS, release } from '../../db/lease.js';
-import { conflict, invalid } from '../errors.js';
+import { conflict, invalid } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../registry.js';
 import { getRelayer } from '../relayers/service.js';

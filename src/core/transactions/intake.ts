@@ -5,7 +5,7 @@ import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { insertTransactions } from './store.js';
 import type { NetworkType } from '../registry.js';
-import type { Accepted } from './family.js';
+import type { Accepted } from './pipeline.js';
 
 export interface Intake {
   /** The relayer as the request was checked against; the insert refuses it if the row changed since. */

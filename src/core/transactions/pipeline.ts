@@ -42,7 +42,7 @@ export interface Decision<E extends Effect = Effect> {
 }
 
 /**
- * A family's half of a step, for one relayer's rows at a time; the core worker (core/step.ts)
+ * A family's half of a step, for one relayer's rows at a time; the core worker (core/step-runner.ts)
  * runs every family in the same order: observe -> decide -> write what will be sent -> perform ->
  * record -> save with the next due time. Only observe and perform touch the world; decide and
  * record are pure, and no family writes a transaction row itself.

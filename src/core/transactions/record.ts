@@ -1,4 +1,4 @@
-import type { FamilySpec, RecordColumn } from '../family.js';
+import type { FamilySpec, RecordColumn } from '../family-spec.js';
 import type { FamilySpecs } from '../registry.js';
 import type { Transaction } from '../../generated/prisma/client.js';
 

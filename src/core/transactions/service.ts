@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../errors.js';
+import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../registry.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
@@ -10,7 +10,7 @@ import { paged, toPage, type PageAsk } from '../page.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
 import { countTransactions, publishTransaction, readPage, readTransaction } from './store.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { invalid } from '../errors.js';
+import { invalid } from '../domain-error.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { NetworkType, SpecOf } from '../../chains/list.js';
 import type { FamilySpecs } from '../registry.js';
@@ -7,7 +7,7 @@ import type { FamilySpecs } from '../registry.js';
 // The request shapes of the send route (spec 4.1), one per chain family (its spec.ts), selected by
 // the relayer's network type. GraphQL field names; the REST adapter maps the spec's snake_case names onto them.
 
-export { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+export { DEFAULT_VALIDITY_MS } from '../family-spec.js';
 
 /** The request a family's send shape gives (its zod schema's output). */
 export type ShapeOf<T extends NetworkType> = z.output<SpecOf<T>['send']['schema']>;
