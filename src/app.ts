@@ -5,7 +5,7 @@ import { type Context, requestContext } from './api/graphql/context.js';
 import { operationRunner } from './api/graphql/run.js';
 import { graphqlPost, type ServerContext } from './api/graphql/post.js';
 import { maskError } from './api/graphql/app-error.js';
-import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
+import { GRAPHIQL_CSP, graphiql } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
@@ -31,6 +31,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  */
 export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolean } = {}): App {
   const schema = buildSchema(rt.families);
+  const graphiqlPage = graphiql();
   const mask = maskError(rt.log, (code) => httpOf[code].status);
   const yoga = createYoga<ServerContext, Context>({
     schema,
@@ -40,7 +41,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     // body through a TransformStream into a new Request first.
     maxRequestBodySize: false,
     logging: false,
-    renderGraphiQL,
+    renderGraphiQL: graphiqlPage.render,
     graphiql: {
       title: 'Relayer GraphQL',
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
@@ -64,7 +65,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
     if (request.method === 'GET') {
-      const asset = await graphiqlAsset(pathname);
+      const asset = await graphiqlPage.asset(pathname);
       if (asset) return asset;
     }
     const isGraphQL = pathname === '/graphql';

@@ -15,7 +15,7 @@ import { redisBucket } from './lib/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
-import type { Runtime } from './core/runtime.js';
+import { createHeld, type Runtime } from './core/runtime.js';
 import { startWorkers } from './core/worker.js';
 import { FAMILY_SPECS } from './chains/list.js';
 import { loadFamilies } from './core/registry.js';
@@ -99,6 +99,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
         )
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
+    held: createHeld(),
     state: createState(),
     metrics: createMetrics(),
     wake: () => {},

@@ -2,7 +2,6 @@ import { readdir, readFile } from 'node:fs/promises';
 import { postJson } from '../lib/post.js';
 import type { Network } from './networks.js';
 import { findNetwork, type Runtime } from './runtime.js';
-import { slot } from './state.js';
 
 // Readiness (GET /api/v1/ready): the database, Redis when configured, and the RPC of every network a
 // relayer uses. The body follows the reference's ReadinessResponse, with `database` and `networks`
@@ -34,11 +33,9 @@ interface Pool {
 export const READY_CACHE_MS = 5_000;
 const PROBE_TIMEOUT_MS = 3_000;
 
-const CACHE = slot('readiness verdict', () => ({ at: 0, verdict: undefined as Promise<Readiness> | undefined }));
-
 /** The readiness verdict, at most READY_CACHE_MS old. */
 export function readiness(rt: Runtime, now = Date.now()): Promise<Readiness> {
-  const cache = rt.state(CACHE);
+  const cache = rt.held.readiness;
   if (!cache.verdict || now - cache.at >= READY_CACHE_MS) {
     cache.at = now;
     cache.verdict = checkReadiness(rt);

@@ -8,7 +8,7 @@ import { readRelayers } from '../../src/core/relayers/service.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
-import type { Runtime } from '../../src/core/runtime.js';
+import { createHeld, type Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { families } from '../support/families.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
@@ -47,6 +47,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       prisma: db.prisma,
       instanceId: 'w',
       families,
+      held: createHeld(),
       state: createState(),
       pubsub: { publish },
       wakeDeliveries: () => {},

@@ -4,8 +4,6 @@ import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../domain-error.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
-import { slot } from '../state.js';
-import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../page.js';
 import { parsePolicies } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
@@ -25,17 +23,13 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
-// Relayers as last read, per runtime; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
-const SNAPSHOT_IDLE_MS = 10 * 60_000;
-const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
-
 /**
  * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
  * updated_at under its lock (the send path), so a change made anywhere is never missed: a snapshot
  * that is behind only costs another read. It spares a read per request under load.
  */
 export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
-  const byId = rt.state(SNAPSHOTS);
+  const byId = rt.held.relayerSnapshots;
   const known = fresh ? undefined : byId.get(id);
   if (known) return known;
   const relayer = await getRelayer(rt, id);
