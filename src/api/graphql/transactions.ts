@@ -10,6 +10,10 @@ import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
 import { Speed } from '../../generated/prisma/enums.js';
 
+const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
+const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
+const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
+
 /** Transactions: the Transaction type, the send input of every family offered, their queries, mutations and subscription. */
 export function transactionTypes(
   { builder, families, pageArgs, pageOf, enumType, inputFields }: SchemaParts,
@@ -65,9 +69,6 @@ export function transactionTypes(
     }),
   );
 
-  const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
-  const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
-  const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
   const SendTransactionInput = builder.inputType('SendTransactionInput', {
     description: `One input for the ${COUNT[families.list.length] ?? families.list.length} request shapes: ${sentence(families.list.map((f) => f.send.summary).join(', '))} Fields of another shape are refused.`,
     fields: (t) => inputFields(t, sendFieldsOf(families.list), true),
