@@ -5,7 +5,7 @@
 //   npx tsx bench/fuzz.ts [--cases 100000] [--concurrency 25] [--seed N]
 
 import { parseArgs } from 'node:util';
-import { routes } from '../src/api/rest/routes.js';
+import { restRoutes } from '../src/api/rest/routes.js';
 import { FUZZ_MAX_BODY_BYTES, runHostile } from '../test/support/hostile.js';
 import { startTestService } from '../test/support/service.js';
 
@@ -23,7 +23,7 @@ try {
     app: svc.app,
     rt: svc.rt,
     apiKey: svc.apiKey,
-    routes,
+    routes: restRoutes(svc.rt.families),
     cases,
     concurrency: Number(values.concurrency),
     seed: values.seed ? Number(values.seed) : undefined,

@@ -4,12 +4,12 @@ import { createYoga } from 'graphql-yoga';
 import { type Context, requestContext } from './api/graphql/context.js';
 import { operationRunner } from './api/graphql/run.js';
 import { graphqlPost, type ServerContext } from './api/graphql/post.js';
-import { maskError } from './api/graphql/errors.js';
-import { GRAPHIQL_CSP, graphiqlAsset, renderGraphiQL } from './api/graphql/graphiql.js';
+import { maskError } from './api/graphql/app-error.js';
+import { GRAPHIQL_CSP, graphiql } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
 import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
-import { schema } from './api/graphql/schema.js';
+import { buildSchema } from './api/graphql/schema.js';
 import { authenticator } from './api/auth.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
@@ -30,6 +30,8 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * `yogaOnly` sends every /graphql request through yoga (tests compare it with the direct path).
  */
 export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolean } = {}): App {
+  const schema = buildSchema(rt.families);
+  const graphiqlPage = graphiql();
   const mask = maskError(rt.log, (code) => httpOf[code].status);
   const yoga = createYoga<ServerContext, Context>({
     schema,
@@ -39,7 +41,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     // body through a TransformStream into a new Request first.
     maxRequestBodySize: false,
     logging: false,
-    renderGraphiQL,
+    renderGraphiQL: graphiqlPage.render,
     graphiql: {
       title: 'Relayer GraphQL',
       headers: JSON.stringify({ Authorization: 'Bearer <your API_KEY>' }),
@@ -50,7 +52,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     context: ({ requestId, caller }) => requestContext(rt, requestId, caller),
   });
   const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
-  const rest = createRestHandler(run, rt);
+  const rest = createRestHandler(run, rt, schema);
   const graphql = graphqlPost(yoga, run, rt);
   const authenticate = authenticator(apiKey);
   // Only the API key authenticates, so every authenticated request is the same caller.
@@ -63,7 +65,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     }
     if (request.method === 'GET') {
-      const asset = await graphiqlAsset(pathname);
+      const asset = await graphiqlPage.asset(pathname);
       if (asset) return asset;
     }
     const isGraphQL = pathname === '/graphql';

@@ -15,18 +15,16 @@ import { redisBucket } from './lib/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
-import type { Runtime } from './core/runtime.js';
+import { createHeld, type Runtime } from './core/runtime.js';
 import { startWorkers } from './core/worker.js';
-import { loadFamilies } from './core/transactions/family.js';
+import { FAMILY_SPECS } from './chains/list.js';
+import { loadFamilies } from './core/registry.js';
 import { releaseAll } from './db/lease.js';
 import { createMetrics } from './metrics/index.js';
 import { watchDatabase } from './metrics/scrape.js';
 import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { signerFor } from './core/signers.js';
-
-// The chain families' pipelines, from the one list of families (chains/families.ts).
-await loadFamilies();
 
 export interface Service {
   rt: Runtime;
@@ -61,8 +59,10 @@ async function resolveApiKey(env: Env, log: Logger): Promise<string> {
 export async function startService(env: Env, opts: { log?: Logger; workers?: boolean } = {}): Promise<Service> {
   const log = opts.log ?? createLogger(env.logLevel);
   const apiKey = await resolveApiKey(env, log);
-  const config = await loadConfig(env.configPath);
-  const signers = await loadSigners(config);
+  // The chain families offered (chains/list.ts) with their pipelines: everything below derives from them.
+  const families = await loadFamilies(FAMILY_SPECS);
+  const config = await loadConfig(env.configPath, families);
+  const signers = await loadSigners(config, families);
   const devnet = env.devnet ? await startDevnet(config, env.devnetPort, env.dataDir, log) : undefined;
   const db = await openDatabase({
     databaseUrl: env.databaseUrl,
@@ -88,6 +88,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     db,
     prisma: db.prisma,
     config,
+    families,
     signers,
     pubsub: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
     instanceId: env.instanceId ?? randomUUID(),
@@ -98,6 +99,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
         )
       : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
     crash: crashAt(env.crashAt),
+    held: createHeld(),
     state: createState(),
     metrics: createMetrics(),
     wake: () => {},

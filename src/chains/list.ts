@@ -1,4 +1,14 @@
+import { evmSpec } from './evm/spec.js';
+import { solanaSpec } from './solana/spec.js';
+import { stellarSpec } from './stellar/spec.js';
+
 // The chain families this service offers, one line each: their contracts (each folder's spec.ts).
-export { evmSpec } from './evm/spec.js';
-export { solanaSpec } from './solana/spec.js';
-export { stellarSpec } from './stellar/spec.js';
+// The composition root (src/service.ts) builds the family registry (core/registry.ts) from this
+// list; nothing else imports it but for types.
+export const FAMILY_SPECS = [evmSpec, solanaSpec, stellarSpec] as const;
+
+type Listed = (typeof FAMILY_SPECS)[number];
+
+/** A network type some listed family has: the values of the NetworkType enum. */
+export type NetworkType = Listed['type'];
+export type SpecOf<T extends NetworkType> = Extract<Listed, { type: T }>;

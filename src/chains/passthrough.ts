@@ -1,10 +1,10 @@
-// The JSON-RPC passthrough's forwarding (core/relayers/direct.ts), shared by the families whose
+// The JSON-RPC passthrough's forwarding (core/relayers/sign-and-forward.ts), shared by the families whose
 // nodes are asked one call at a time: each allowed call goes to the relayer's RPC URLs with the
 // client's failover; a node's verdict is that call's answer.
 import type { Relayer } from '../generated/prisma/client.js';
 import type { Runtime } from '../core/runtime.js';
-import type { Forwarded } from '../core/relayers/direct.js';
-import { unreachable } from '../core/relayers/rpc.js';
+import type { Forwarded } from '../core/relayers/sign-and-forward.js';
+import { unreachable } from '../core/relayers/rpc-rules.js';
 import { JsonRpcError, type JsonRpcClient, type JsonRpcParams } from './jsonrpc.js';
 
 export async function forwardEach(rt: Runtime, relayer: Relayer, client: JsonRpcClient, calls: { method: string; params: unknown }[]): Promise<Forwarded[]> {

@@ -3,31 +3,11 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
-import { specOf, type NetworkType } from '../chains/families.js';
+import { networkKey, type Network, type RpcEndpoint } from '../core/networks.js';
+import type { FamilySpecs, NetworkType } from '../core/registry.js';
+import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
-import { configFile, networkEntry, notificationEntry, relayerEntry, signerEntry, type Secret } from './schema.js';
-
-export interface RpcEndpoint {
-  url: string;
-  weight: number;
-}
-
-export interface Network {
-  type: NetworkType;
-  name: string;
-  chainId?: number;
-  requiredConfirmations: number;
-  symbol?: string;
-  rpcUrls: RpcEndpoint[];
-  features: string[];
-  tags: string[];
-  averageBlocktimeMs?: number;
-  isTestnet: boolean;
-  /** Stellar network passphrase. */
-  passphrase?: string;
-  /** The entry as written (snake_case, after `from` inheritance): fields only its chain family reads (its spec's network.fields). */
-  fields: Readonly<Record<string, unknown>>;
-}
+import { configFile, networkEntry, notificationEntry, signerEntry, type Secret } from './schema.js';
 
 export interface SignerConfig {
   id: string;
@@ -75,8 +55,6 @@ export class ConfigError extends Error {
   }
 }
 
-export const networkKey = (type: string, name: string) => `${type}:${name}`;
-
 const entryName = (section: string, i: number, raw: unknown) => {
   const id = raw && typeof raw === 'object' ? ((raw as { id?: unknown; network?: unknown }).id ?? (raw as { network?: unknown }).network) : undefined;
   return typeof id === 'string' ? `${section}[${i}] ("${id}")` : `${section}[${i}]`;
@@ -89,8 +67,13 @@ function issues(where: string, error: z.ZodError): string[] {
 const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null | undefined): RpcEndpoint[] =>
   (urls ?? []).map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
 
-/** Reads and checks the whole file; every problem is reported at once, naming the entry and field. */
-export async function loadConfig(file: string, env: Record<string, string | undefined> = process.env): Promise<Config> {
+/**
+ * Reads and checks the whole file against the chain families offered; every problem is reported at
+ * once, naming the entry and field.
+ */
+export async function loadConfig(file: string, families: FamilySpecs, env: Record<string, string | undefined> = process.env): Promise<Config> {
+  const networkSchema = networkEntry(families);
+  const relayerSchema = relayerEntry(families.types);
   const problems: string[] = [];
   let text: string;
   try {
@@ -138,9 +121,9 @@ export async function loadConfig(file: string, env: Record<string, string | unde
   } else {
     top.data.networks.forEach((raw, i) => rawNetworks.push({ raw, where: entryName('networks', i, raw) }));
   }
-  const parsedNetworks = new Map<string, { entry: z.infer<typeof networkEntry>; where: string }>();
+  const parsedNetworks = new Map<string, { entry: z.infer<typeof networkSchema>; where: string }>();
   for (const { raw, where } of rawNetworks) {
-    const r = networkEntry.safeParse(raw);
+    const r = networkSchema.safeParse(raw);
     if (!r.success) {
       problems.push(...issues(where, r.error));
       continue;
@@ -167,10 +150,10 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     return { ...parent, ...Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) };
   };
   for (const [key, { where }] of parsedNetworks) {
-    const n = resolveNetwork(key, []) as z.infer<typeof networkEntry> & Record<string, unknown>;
+    const n = resolveNetwork(key, []) as z.infer<typeof networkSchema> & Record<string, unknown>;
     const rpcUrls = normalizeRpc(n.rpc_urls);
     if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
-    for (const field of specOf(n.type).network.required ?? []) {
+    for (const field of families.spec(n.type).network.required ?? []) {
       if (n[field] === undefined || n[field] === '') problems.push(`${where}.${field}: required for ${n.type} networks`);
     }
     networks.set(key, {
@@ -237,7 +220,7 @@ export async function loadConfig(file: string, env: Record<string, string | unde
   const relayerSeen = seenIds('relayer');
   top.data.relayers.forEach((raw, i) => {
     const where = entryName('relayers', i, raw);
-    const r = relayerEntry.safeParse(raw);
+    const r = relayerSchema.safeParse(raw);
     if (!r.success) return void problems.push(...issues(where, r.error));
     const e = r.data;
     relayerSeen(e.id, where);
@@ -254,7 +237,7 @@ export async function loadConfig(file: string, env: Record<string, string | unde
     ) {
       problems.push(`${where}.notification_id: unknown notification "${e.notification_id}"`);
     }
-    const policies = parsePolicies(e.network_type, e.policies ?? {});
+    const policies = parsePolicies(families.spec(e.network_type), e.policies ?? {});
     if (!policies.ok) problems.push(...issues(`${where}.policies`, policies.error));
     relayers.push({
       id: e.id,

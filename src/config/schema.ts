@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { FAMILIES, NETWORK_TYPES, type NetworkType } from '../chains/families.js';
+import { rpcUrl } from '../core/networks.js';
+import type { FamilySpecs, NetworkType } from '../core/registry.js';
 
 // The config file format of OpenZeppelin Relayer, so a team moving from it keeps its file.
 
@@ -8,8 +9,6 @@ export const secret = z.union([
   z.object({ type: z.literal('env'), value: z.string().min(1) }).strict(),
 ]);
 export type Secret = z.infer<typeof secret>;
-
-export const rpcUrl = z.union([z.string().url(), z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const rpcConfig = z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
 
@@ -24,14 +23,15 @@ const networkBase = {
 };
 
 /** A network entry of each family's type: the common fields and the family's own (its spec's network.fields). */
-export const networkEntry = z.discriminatedUnion(
-  'type',
-  // Typed by the common fields; the family's own are read by name (config/load.ts).
-  FAMILIES.map((f) => z.object({ type: z.literal(f.type), ...networkBase, ...f.network.fields }).passthrough()) as unknown as [
-    z.ZodObject<{ type: z.ZodLiteral<NetworkType> } & typeof networkBase>,
-  ],
-);
-export type NetworkEntry = z.infer<typeof networkEntry>;
+export const networkEntry = (families: FamilySpecs) =>
+  z.discriminatedUnion(
+    'type',
+    // Typed by the common fields; the family's own are read by name (config/load.ts).
+    families.list.map((f) => z.object({ type: z.literal(f.type), ...networkBase, ...f.network.fields }).passthrough()) as unknown as [
+      z.ZodObject<{ type: z.ZodLiteral<NetworkType> } & typeof networkBase>,
+    ],
+  );
+export type NetworkEntry = z.infer<ReturnType<typeof networkEntry>>;
 
 export const signerEntry = z
   .object({
@@ -52,20 +52,6 @@ export const notificationEntry = z
     type: z.literal('webhook').default('webhook'),
     url: z.string().url(),
     signing_key: secret.nullish(),
-  })
-  .passthrough();
-
-export const relayerEntry = z
-  .object({
-    id: z.string().min(1),
-    name: z.string().min(1),
-    network: z.string().min(1),
-    network_type: z.enum(NETWORK_TYPES),
-    paused: z.boolean().default(false),
-    signer_id: z.string().min(1),
-    notification_id: z.string().min(1).nullish(),
-    policies: z.record(z.string(), z.unknown()).nullish(),
-    custom_rpc_urls: z.array(rpcUrl).nullish(),
   })
   .passthrough();
 

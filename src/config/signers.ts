@@ -1,14 +1,11 @@
-import { specOf } from '../chains/families.js';
-import { createLocalSigner, type Signer, type SignerKind } from '../signers/index.js';
+import type { FamilySpecs } from '../core/registry.js';
+import { signerKey, type SignerRegistry } from '../core/signers.js';
+import { createLocalSigner } from '../signers/index.js';
 import { readKeystoreFile } from '../signers/keystore.js';
 import { ConfigError, type Config } from './load.js';
 
-/** Signers by `${signerId}:${kind}`: one keystore can serve relayers of several chain families. */
-export type SignerRegistry = Map<string, Signer>;
-export const signerKey = (signerId: string, kind: SignerKind) => `${signerId}:${kind}`;
-
 /** Decrypts every keystore a relayer uses; a wrong passphrase stops start-up naming the entry. */
-export async function loadSigners(config: Config): Promise<SignerRegistry> {
+export async function loadSigners(config: Config, families: FamilySpecs): Promise<SignerRegistry> {
   const problems: string[] = [];
   const registry: SignerRegistry = new Map();
   const secrets = new Map<string, Promise<Uint8Array | undefined>>();
@@ -24,7 +21,7 @@ export async function loadSigners(config: Config): Promise<SignerRegistry> {
   for (const r of config.relayers) {
     const secret = await secrets.get(r.signerId);
     if (!secret) continue;
-    const kind = specOf(r.networkType).signerKind;
+    const kind = families.spec(r.networkType).signerKind;
     const key = signerKey(r.signerId, kind);
     if (registry.has(key)) continue;
     try {

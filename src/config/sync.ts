@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../db/client.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { ConfigError, type Config } from './load.js';
-import { signerKey, type SignerRegistry } from './signers.js';
+import { signerKey, type SignerRegistry } from '../core/signers.js';
 
 const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
 

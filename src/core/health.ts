@@ -1,9 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { specOf } from '../chains/families.js';
 import { postJson } from '../lib/post.js';
-import type { Network } from '../config/load.js';
+import type { Network } from './networks.js';
 import { findNetwork, type Runtime } from './runtime.js';
-import { slot } from './state.js';
 
 // Readiness (GET /api/v1/ready): the database, Redis when configured, and the RPC of every network a
 // relayer uses. The body follows the reference's ReadinessResponse, with `database` and `networks`
@@ -35,11 +33,9 @@ interface Pool {
 export const READY_CACHE_MS = 5_000;
 const PROBE_TIMEOUT_MS = 3_000;
 
-const CACHE = slot('readiness verdict', () => ({ at: 0, verdict: undefined as Promise<Readiness> | undefined }));
-
 /** The readiness verdict, at most READY_CACHE_MS old. */
 export function readiness(rt: Runtime, now = Date.now()): Promise<Readiness> {
-  const cache = rt.state(CACHE);
+  const cache = rt.held.readiness;
   if (!cache.verdict || now - cache.at >= READY_CACHE_MS) {
     cache.at = now;
     cache.verdict = checkReadiness(rt);
@@ -65,9 +61,8 @@ function answerOf(text: string): { result?: unknown; error?: { message?: string 
   }
 }
 
-/** A network answers when one of its RPC URLs answers its family's probe method. */
-async function probeNetwork(network: Network): Promise<void> {
-  const method = specOf(network.type).network.probe;
+/** A network answers when one of its RPC URLs answers its family's probe `method`. */
+async function probeNetwork(network: Network, method: string): Promise<void> {
   let last: unknown;
   for (const { url } of network.rpcUrls) {
     try {
@@ -128,7 +123,7 @@ async function checkReadiness(rt: Runtime): Promise<Readiness> {
       const found = findNetwork(rt, networkType, network);
       try {
         if (!found) throw new Error('not configured');
-        await probeNetwork(found);
+        await probeNetwork(found, rt.families.spec(found.type).network.probe);
         return { id, status: 'healthy' as const };
       } catch (e) {
         const error = messageOf(e);

@@ -1,14 +1,41 @@
 import { z } from 'zod';
-import { networkKey, type Network, type RpcEndpoint } from '../config/load.js';
-import { rpcUrl } from '../config/schema.js';
+import type { NetworkType } from '../chains/list.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { describeIssues } from '../lib/validate.js';
-import { invalid, notFound } from './errors.js';
+import { invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 
 // Networks come from the config file; the API may change their RPC URLs (as the reference allows),
 // kept in network_overrides and applied over the file's at every start. Ids are "type:name".
+
+export interface RpcEndpoint {
+  url: string;
+  weight: number;
+}
+
+export interface Network {
+  type: NetworkType;
+  name: string;
+  chainId?: number;
+  requiredConfirmations: number;
+  symbol?: string;
+  rpcUrls: RpcEndpoint[];
+  features: string[];
+  tags: string[];
+  averageBlocktimeMs?: number;
+  isTestnet: boolean;
+  /** Stellar network passphrase. */
+  passphrase?: string;
+  /** The entry as written (snake_case, after `from` inheritance): fields only its chain family reads (its spec's network.fields). */
+  fields: Readonly<Record<string, unknown>>;
+}
+
+/** A network's id: "type:name". */
+export const networkKey = (type: string, name: string) => `${type}:${name}`;
+
+/** An RPC URL as the config file and the API take it: a URL, or a URL with its weight. */
+export const rpcUrl = z.union([z.string().url(), z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const networkNotFound = (id: string) => notFound(`Network with ID ${id} not found`);
 

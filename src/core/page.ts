@@ -1,4 +1,4 @@
-import { invalid } from './errors.js';
+import { invalid } from './domain-error.js';
 
 export const DEFAULT_PER_PAGE = 10;
 export const MAX_PER_PAGE = 100;

@@ -1,7 +1,12 @@
 import type { PubSub } from 'graphql-yoga';
-import type { Config, Network } from '../config/load.js';
-import { networkKey } from '../config/load.js';
-import type { SignerRegistry } from '../config/signers.js';
+import type { Config } from '../config/load.js';
+import { networkKey, type Network } from './networks.js';
+import type { Families } from './registry.js';
+import type { Readiness } from './health.js';
+import type { IntakeQueue } from './transactions/intake.js';
+import type { Relayer } from '../generated/prisma/client.js';
+import { ExpiringMap } from '../lib/expiring.js';
+import type { SignerRegistry } from './signers.js';
 import type { Database, Db } from '../db/client.js';
 import type { StateOf } from './state.js';
 import type { Env } from '../config/env.js';
@@ -24,15 +29,19 @@ export interface Runtime {
   db: Database;
   prisma: Db;
   config: Config;
+  /** The chain families this service offers, with their pipelines. */
+  families: Families;
   signers: SignerRegistry;
   pubsub: PubSub<Topics>;
   instanceId: string;
   /** Pings the shared Redis, when one is configured (readiness). */
   redisPing?: () => Promise<unknown>;
   rateLimit: Bucket;
+  /** What the core holds between requests and steps, by name. */
+  held: Held;
   /**
-   * This runtime's process state (RPC clients, caches, intake queues): one value per slot
-   * (core/state.ts), created on first use. Modules keep none of their own.
+   * The chain families' process state (RPC clients, caches): one value per slot (core/state.ts),
+   * created on first use; core cannot name a family's state. Modules keep none of their own.
    */
   state: StateOf;
   /** This runtime's Prometheus metrics (src/metrics): its own registry. */
@@ -53,6 +62,36 @@ export interface Runtime {
    * it runs no worker), so accepting sends does not outrun it.
    */
   roomForSends(): Promise<void> | undefined;
+}
+
+// Relayers as last read; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
+
+/** The core's process state, one named member per use; it goes away with its runtime. */
+export interface Held {
+  /** The intake queue of each relayer with send requests waiting (transactions/intake.ts); a queue is dropped once drained. */
+  intake: Map<string, IntakeQueue>;
+  /** The latest version of each in-flight row this runtime saved, for the mined-nonce claim (transactions/store.ts). */
+  savedRows: Map<string, Transaction>;
+  /** Relayers as last read here (relayers/service.ts relayerSnapshot). */
+  relayerSnapshots: ExpiringMap<string, Relayer>;
+  /** The last readiness verdict and when it was asked for (health.ts). */
+  readiness: { at: number; verdict: Promise<Readiness> | undefined };
+  /** Whether a notification has been seen: from then on every delivery claim is made (notifications/delivery.ts). */
+  webhookTargets: { seen: boolean };
+  /** Per relayer: a promise that settles once every step begun so far has ended its turn (step-runner.ts). */
+  stepTurns: Map<string, Promise<void>>;
+}
+
+export function createHeld(): Held {
+  return {
+    intake: new Map(),
+    savedRows: new Map(),
+    relayerSnapshots: new ExpiringMap(SNAPSHOT_IDLE_MS, { touch: true }),
+    readiness: { at: 0, verdict: undefined },
+    webhookTargets: { seen: false },
+    stepTurns: new Map(),
+  };
 }
 
 export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {

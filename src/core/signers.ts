@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { specOf } from '../chains/families.js';
-import { signerKey } from '../config/signers.js';
-import { createLocalSigner, isValidSecp256k1Key, type Signer } from '../signers/index.js';
+import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } from '../signers/index.js';
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
 import { describeIssues } from '../lib/validate.js';
-import { conflict, invalid, notFound } from './errors.js';
+import { conflict, invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 
@@ -20,6 +18,10 @@ export interface SignerView {
   /** Where the signer is defined: the config file or the API. */
   source: 'config' | 'api';
 }
+
+/** Signers by `${signerId}:${kind}`: one keystore can serve relayers of several chain families. */
+export type SignerRegistry = Map<string, Signer>;
+export const signerKey = (signerId: string, kind: SignerKind) => `${signerId}:${kind}`;
 
 export const signerNotFound = (id: string) => notFound(`Signer with ID ${id} not found`);
 
@@ -176,7 +178,7 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
  * the signers table, else the config file's keystore.
  */
 export async function signerFor(rt: Runtime, id: string, networkType: string): Promise<Signer> {
-  const kind = specOf(networkType as never).signerKind;
+  const kind = rt.families.spec(networkType).signerKind;
   const key = signerKey(id, kind);
   const known = rt.signers.get(key);
   if (known) return known;

@@ -4,7 +4,7 @@ import { startLoop } from '../lib/loop.js';
 import type { Transaction } from '../generated/prisma/client.js';
 import { startDeliveryWorker } from './notifications/delivery.js';
 import { startRelayerChecks } from './relayers/checks.js';
-import { stepTransactions } from './step.js';
+import { stepTransactions } from './step-runner.js';
 import { claimTransactions, releaseTransactions } from './transactions/store.js';
 import type { Runtime } from './runtime.js';
 
@@ -29,7 +29,7 @@ const POLL_MS = 250;
 /**
  * Steps in flight at once. A step spends most of its time waiting (on the node, on the database),
  * so the next one reads, signs and writes meanwhile; steps of one relayer still send in the order
- * they began (core/step.ts). A step that has sent and only waits on the chain takes no slot.
+ * they began (core/step-runner.ts). A step that has sent and only waits on the chain takes no slot.
  */
 const STEPS = 3;
 /**
@@ -42,7 +42,7 @@ const OVERLAP_ROWS = 32;
 /**
  * Works every accepted transaction to a final state: takes the rows handed to it (already leased
  * to this instance: new ones, ones the chain just mined) and claims due rows (a lease, so another
- * instance picks up the work of one that died), and advances each by one step (core/step.ts).
+ * instance picks up the work of one that died), and advances each by one step (core/step-runner.ts).
  */
 export function startTransactionWorker(rt: Runtime, { sendWaitMs = SEND_WAIT_MS } = {}) {
   const giveBack = (rows: Transaction[], inMs = 0) =>

@@ -3,7 +3,6 @@
 // relayers' balances (cached; a scrape waits for a refresh briefly and otherwise shows the last one).
 import { Gauge } from 'prom-client';
 import type { Runtime } from '../core/runtime.js';
-import { familyOf } from '../core/transactions/family.js';
 
 const SNAPSHOT_MS = 2_000;
 const BALANCE_MS = 30_000;
@@ -100,7 +99,7 @@ async function readBalances(rt: Runtime): Promise<Balance[]> {
   const relayers = await rt.prisma.relayer.findMany();
   const read = await Promise.all(
     relayers.map(async (r) => {
-      const family = familyOf(r.networkType);
+      const family = rt.families.pipeline(r.networkType);
       if (!family) return [];
       try {
         return [{ relayerId: r.id, network: r.network, value: Number((await family.balance(rt, r)).balance) }];

@@ -3,8 +3,8 @@
 // later nonces, and the chain would mine nothing until the gap filled).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Transaction } from '../../src/generated/prisma/client.js';
-import { familyOf } from '../../src/core/transactions/family.js';
 import { startTransactionWorker } from '../../src/core/worker.js';
+import { families } from '../support/families.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { envelope, RECEIVER, startRestService } from '../rest/helpers.js';
 
@@ -47,7 +47,7 @@ describe('a worker with rows piling up', () => {
   });
 });
 
-describe.runIf(familyOf('evm'))('sends while the worker has no room', () => {
+describe.runIf(families.has('evm'))('sends while the worker has no room', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startRestService({ anvil: true });

@@ -1,16 +1,20 @@
 import { GraphQLError } from 'graphql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { FAMILIES, NETWORK_TYPES, specOf } from '../../src/chains/families.js';
-import { relayerEntry } from '../../src/config/schema.js';
-import { conflict, invalid, notFound, unavailable } from '../../src/core/errors.js';
-import { defineFamily, sendFieldsOf, sharedSendFields, type FamilySpec } from '../../src/core/family.js';
+import { relayerEntry as relayerEntryOf } from '../../src/core/relayers/entry.js';
+import { conflict, invalid, notFound, unavailable } from '../../src/core/domain-error.js';
+import { defineFamily, sendFieldsOf, sharedSendFields, type FamilySpec } from '../../src/core/family-spec.js';
 import { createState, slot } from '../../src/core/state.js';
-import { fromDomainError, maskError, rateLimited } from '../../src/api/graphql/errors.js';
-import { schema } from '../../src/api/graphql/schema.js';
+import { fromDomainError, maskError, rateLimited } from '../../src/api/graphql/app-error.js';
 import { ExpiringMap } from '../../src/lib/expiring.js';
 import { createLogger } from '../../src/lib/log.js';
 import { httpOf } from '../../src/api/rest/status.js';
+import { families, schema } from '../support/families.js';
+
+const FAMILIES = families.list;
+const NETWORK_TYPES = families.types;
+const specOf = families.spec;
+const relayerEntry = relayerEntryOf(NETWORK_TYPES);
 
 afterEach(() => vi.useRealTimers());
 

@@ -1,11 +1,11 @@
 // The JSON-RPC passthrough's rules as pure functions: what is forwarded, what is refused, and how
 // the answer is assembled.
 import { describe, expect, it } from 'vitest';
-import { evmRefusal } from '../../src/chains/evm/direct.js';
-import { solanaRefusal } from '../../src/chains/solana/direct.js';
-import { stellarRefusal } from '../../src/chains/stellar/direct.js';
-import { answerRpc, checkCall } from '../../src/core/relayers/rpc.js';
-import { DomainError } from '../../src/core/errors.js';
+import { evmRefusal } from '../../src/chains/evm/sign-and-forward.js';
+import { solanaRefusal } from '../../src/chains/solana/sign-and-forward.js';
+import { stellarRefusal } from '../../src/chains/stellar/sign-and-forward.js';
+import { answerRpc, checkCall } from '../../src/core/relayers/rpc-rules.js';
+import { DomainError } from '../../src/core/domain-error.js';
 
 const evm = { refusal: evmRefusal };
 

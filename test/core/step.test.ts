@@ -2,8 +2,8 @@
 // decide -> write what will be sent -> send -> record -> save, with the crash points in between.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runStep } from '../../src/core/step.js';
-import type { Decision, Steps } from '../../src/core/transactions/family.js';
+import { runStep } from '../../src/core/step-runner.js';
+import type { Decision, Steps } from '../../src/core/transactions/pipeline.js';
 import { insertTransactions } from '../../src/core/transactions/store.js';
 import { startTestService, type TestService } from '../support/service.js';
 

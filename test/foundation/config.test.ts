@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { loadSigners } from '../../src/config/signers.js';
 import { DEV_ADDRESS, evmConfig, ROOT } from '../support/service.js';
+import { families } from '../support/families.js';
 
 const run = promisify(execFile);
 let dir: string;
@@ -53,7 +54,7 @@ describe('config file', () => {
     (config.relayers[0] as any).notification_id = 'n1';
     (config.relayers[0] as any).policies = { gas_price_cap: 100000000000000000000, whitelist_receivers: [DEV_ADDRESS] };
     (config.relayers[0] as any).custom_rpc_urls = ['http://127.0.0.1:9999', { url: 'http://127.0.0.1:8545', weight: 30 }];
-    const loaded = await loadConfig(await writeConfig('full.json', config), { HOOK_KEY: 'secret-key' });
+    const loaded = await loadConfig(await writeConfig('full.json', config), families, { HOOK_KEY: 'secret-key' });
     expect(loaded.networks.get('evm:localnet')).toMatchObject({
       chainId: 31337,
       requiredConfirmations: 1,
@@ -69,13 +70,13 @@ describe('config file', () => {
       ],
     });
     expect(loaded.relayers[0].policies.whitelist_receivers).toEqual([DEV_ADDRESS]);
-    const signers = await loadSigners(loaded);
+    const signers = await loadSigners(loaded, families);
     expect(signers.get('dev-signer:evm')?.address).toBe(DEV_ADDRESS);
   });
 
   it('keeps every digit of policy integers beyond 2^53', async () => {
     const text = JSON.stringify(base()).replace('"policies":{}', '"policies":{"min_balance":123456789012345678901234567890}');
-    const loaded = await loadConfig(await writeConfig('big.json', text));
+    const loaded = await loadConfig(await writeConfig('big.json', text), families);
     expect(loaded.relayers[0].policies.min_balance).toBe('123456789012345678901234567890');
   });
 
@@ -92,7 +93,7 @@ describe('config file', () => {
       }),
     );
     const config = { ...base(), networks: './networks' };
-    const loaded = await loadConfig(await writeConfig('dir.json', config));
+    const loaded = await loadConfig(await writeConfig('dir.json', config), families);
     expect(loaded.networks.get('evm:localnet')).toMatchObject({
       chainId: 31337,
       requiredConfirmations: 12,
@@ -106,7 +107,7 @@ describe('config file', () => {
     config.relayers.push({ ...config.relayers[0], network: 'nowhere' } as any);
     config.relayers.push({ ...config.relayers[0], id: 'r3', signer_id: 'ghost', policies: { gas_price_cap: -1 } } as any);
     const file = await writeConfig('broken.json', config);
-    const error = await loadConfig(file).catch((e) => e);
+    const error = await loadConfig(file, families).catch((e) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.message).toContain(file);
     expect(error.problems).toEqual(
@@ -122,7 +123,7 @@ describe('config file', () => {
   it('names the entry whose secret comes from an unset environment variable', async () => {
     const config = base();
     config.signers[0].config.passphrase = { type: 'env', value: 'NOT_SET_ANYWHERE' } as any;
-    const error = await loadConfig(await writeConfig('env.json', config), {}).catch((e) => e);
+    const error = await loadConfig(await writeConfig('env.json', config), families, {}).catch((e) => e);
     expect(error.problems).toEqual(['signers[0] ("dev-signer").config.passphrase: environment variable NOT_SET_ANYWHERE is not set']);
   });
 });

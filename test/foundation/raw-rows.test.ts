@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
-import { isUniqueViolation } from '../../src/db/errors.js';
+import { isUniqueViolation } from '../../src/db/unique-violation.js';
 import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
 import { readRelayers } from '../../src/core/relayers/service.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
 import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
-import type { Runtime } from '../../src/core/runtime.js';
+import { createHeld, type Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
+import { families } from '../support/families.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
@@ -38,13 +39,15 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   /** The relayer of every row, here without a notification: the insert queues no delivery. */
   const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
-  const handle = () => ({ db, wakeDeliveries: () => {} });
+  const handle = () => ({ db, families, wakeDeliveries: () => {} });
   /** A runtime of instance `w` for the step's saves and claims; `publish` sees what they publish. */
   const runtime = (publish: (topic: string, key: string, tx: Transaction) => void = () => {}) =>
     ({
       db,
       prisma: db.prisma,
       instanceId: 'w',
+      families,
+      held: createHeld(),
       state: createState(),
       pubsub: { publish },
       wakeDeliveries: () => {},
@@ -197,7 +200,10 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
-    const deliveries = transactionUpdates(statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })));
+    const deliveries = transactionUpdates(
+      families,
+      statuses.map((status) => ({ relayer: { id: 'r', notificationId: 'hook' }, transaction: { ...tx, status } })),
+    );
     await db.transaction((t) => t.run([deliveries!]));
     const queued = await db.prisma.delivery.findMany({ where: { transactionId: tx.id }, orderBy: { seq: 'asc' } });
     expect(queued.map((d) => JSON.parse(d.body).payload.status)).toEqual([...statuses]);

@@ -5,12 +5,11 @@ import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { schema } from '../../src/api/graphql/schema.js';
 import { rateLimitedRootFields } from '../../src/api/graphql/rate-limit.js';
-import { routes } from '../../src/api/rest/routes.js';
 import { parseEnv } from '../../src/config/env.js';
 import type { TestService } from '../support/service.js';
 import { RECEIVER, startRestService } from '../rest/helpers.js';
+import { routes, schema } from '../support/families.js';
 
 const limits = parseEnv({}).graphqlLimits;
 

@@ -5,6 +5,7 @@ import { emitTransactionUpdate } from '../../src/core/notifications/events.js';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
 import { publishTransaction, saveTransactions } from '../../src/core/transactions/store.js';
 import type { Runtime } from '../../src/core/runtime.js';
+import { families } from '../support/families.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Received } from './receiver.js';
 
@@ -32,7 +33,7 @@ export async function acceptTransaction(rt: Runtime, relayerId = 'evm-relayer'):
     const row = await db.transaction.create({
       data: { relayerId, networkType: 'evm', from: DEV_ADDRESS, to: '0x000000000000000000000000000000000000dEaD', value: '1', request: {}, dueAt: null },
     });
-    await emitTransactionUpdate(db, relayer, row);
+    await emitTransactionUpdate(families, db, relayer, row);
     return row;
   });
   publishTransaction(rt, tx);

@@ -2,10 +2,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../src/lib/json.js';
 import type { Field } from '../../src/api/rest/fields.js';
-import { routes, type Route } from '../../src/api/rest/routes.js';
+import type { Route } from '../../src/api/rest/routes.js';
 import { FUZZ_MAX_BODY_BYTES, runHostile } from '../support/hostile.js';
 import type { TestService } from '../support/service.js';
 import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
+import { routes } from '../support/families.js';
 
 // Thousands of random and malformed requests at every route: never a 5xx, always the envelope,
 // and a refused request (4xx) changes nothing in the database.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routes } from '../../src/api/rest/routes.js';
 import type { TestService } from '../support/service.js';
 import { dbState, envelope, expectError, RECEIVER, startRestService, STELLAR_RELAYER } from './helpers.js';
+import { routes } from '../support/families.js';
 
 // Hostile input: text the database cannot store, numbers that are not exact integers, bodies that
 // are not JSON or too large. Each is a 4xx in the envelope naming the problem, and changes nothing.

@@ -11,15 +11,15 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { schema } from '../../src/api/graphql/schema.js';
 import type { Fields, JsonType } from '../../src/api/rest/fields.js';
 import { convertFields, gqlName } from '../../src/api/rest/fields.js';
 import { compileRoutes, schemaEnums } from '../../src/api/rest/handler.js';
 import { openApiDocument } from '../../src/api/rest/openapi.js';
-import { laterRoutes } from '../../src/api/rest/direct.js';
-import { routes } from '../../src/api/rest/routes.js';
+import { laterRoutes } from '../../src/api/rest/sign-and-forward.js';
+import { restRecords } from '../../src/api/rest/records.js';
+import { families, routes, schema } from '../support/families.js';
 
-const compiled = compileRoutes(schema);
+const compiled = compileRoutes(schema, routes);
 const offered = new Set(compiled.map((c) => c.route));
 const pending = routes.filter((r) => !offered.has(r));
 
@@ -147,7 +147,7 @@ describe('REST operations', () => {
 });
 
 describe('OpenAPI document', () => {
-  const doc = openApiDocument(compiled, schemaEnums(schema)) as any;
+  const doc = openApiDocument(compiled, schemaEnums(schema), restRecords(families).recordSchemas) as any;
 
   it('is OpenAPI 3.1 with every offered route and the health check', () => {
     expect(doc.openapi).toBe('3.1.0');

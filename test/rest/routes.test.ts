@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transactionRecord } from '../../src/core/transactions/record.js';
-import { routes } from '../../src/api/rest/routes.js';
 import { databaseKinds } from '../support/postgres.js';
 import { API_KEY, type TestService } from '../support/service.js';
 import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
+import { families, routes } from '../support/families.js';
 
 const TX = '/api/v1/relayers/evm-relayer/transactions';
 const U128_MAX = '340282366920938463463374607431768211455';
@@ -186,9 +186,9 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       const body = await envelope(await svc.request('GET', `${TX}?per_page=100`));
       for (const row of rows) {
         const rest = body.data.find((t: { id: string }) => t.id === row.id);
-        expect(rest).toEqual(JSON.parse(JSON.stringify(transactionRecord(row))));
+        expect(rest).toEqual(JSON.parse(JSON.stringify(transactionRecord(families, row))));
       }
-      expect(Object.keys(body.data[0])).toEqual(Object.keys(transactionRecord(rows[0])));
+      expect(Object.keys(body.data[0])).toEqual(Object.keys(transactionRecord(families, rows[0])));
       expect(body.data.find((t: { id: string }) => t.id === rows[5].id)).toMatchObject({
         status: 'confirmed',
         hash: '0xabc',
@@ -214,7 +214,7 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
         chainState: { public: { network: 'testnet', fee: 100, memo: { type: 'text', value: 'hi' } }, secret: 'not shown' },
       });
       const body = await envelope(await svc.request('GET', `/api/v1/relayers/${STELLAR_RELAYER}/transactions`));
-      expect(body.data).toEqual([JSON.parse(JSON.stringify(transactionRecord(stellar)))]);
+      expect(body.data).toEqual([JSON.parse(JSON.stringify(transactionRecord(families, stellar)))]);
       expect(body.data[0]).toMatchObject({ network_type: 'stellar', network: 'testnet', fee: 100 });
       expect(body.data[0]).not.toHaveProperty('secret');
     });
@@ -249,7 +249,7 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
     it('gives one transaction record', async () => {
       const row = await seedTransaction(svc.rt);
       const body = await envelope(await svc.request('GET', `${TX}/${row.id}`));
-      expect(body.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(row))));
+      expect(body.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(families, row))));
     });
 
     it('answers 404 for an unknown transaction, one of another relayer, or an unknown relayer', async () => {

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transactionRecord } from '../../src/core/transactions/record.js';
-import { familyOf } from '../../src/core/transactions/family.js';
-import '../../src/service.js';
-import { schema } from '../../src/api/graphql/schema.js';
+import { families, schema } from '../support/families.js';
 import { DEV_ADDRESS, type TestService } from '../support/service.js';
 import { envelope, expectError, RECEIVER, startRestService } from './helpers.js';
 
@@ -11,7 +9,7 @@ const TX = '/api/v1/relayers/evm-relayer/transactions';
 const mutations = schema.getMutationType()!.getFields();
 const cancelAndReplace = !!mutations.cancelTransaction && !!mutations.replaceTransaction;
 
-describe.runIf(familyOf('evm'))('sending through the REST routes (EVM, anvil)', () => {
+describe.runIf(families.has('evm'))('sending through the REST routes (EVM, anvil)', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startRestService({ anvil: true });
@@ -26,7 +24,7 @@ describe.runIf(familyOf('evm'))('sending through the REST routes (EVM, anvil)', 
     const body = await envelope(res);
     expect(body.data).toMatchObject({ relayer_id: 'evm-relayer', status: 'pending', from: DEV_ADDRESS, to: RECEIVER, value: '9007199254740993' });
     expect(typeof body.data.nonce).toBe('number');
-    expect(body.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(await row(body.data.id)))));
+    expect(body.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(families, await row(body.data.id)))));
     const one = await envelope(await svc.request('GET', `${TX}/${body.data.id}`));
     expect(one.data.id).toBe(body.data.id);
   });
@@ -53,7 +51,7 @@ describe.runIf(familyOf('evm'))('sending through the REST routes (EVM, anvil)', 
     expect(canceled.status).toBe(200);
     const cb = await envelope(canceled);
     expect(cb.data.id).toBe(a.data.id);
-    expect(cb.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(await row(a.data.id)))));
+    expect(cb.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(families, await row(a.data.id)))));
     await expectError(
       await svc.request('DELETE', `${TX}/00000000-0000-0000-0000-000000000000`),
       404,

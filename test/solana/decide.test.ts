@@ -1,7 +1,7 @@
 // When a Solana transaction may be signed again with a fresh blockhash: only on evidence.
 import { describe, expect, it } from 'vitest';
 import { solanaVerdict, type SolanaSigning } from '../../src/chains/solana/decide.js';
-import type { SignatureStatus } from '../../src/chains/solana/rpc.js';
+import type { SignatureStatus } from '../../src/chains/solana/rpc-client.js';
 
 const first: SolanaSigning = { signature: 'sig-1', blockhash: 'bh-1', lastValidBlockHeight: '100' };
 const second: SolanaSigning = { signature: 'sig-2', blockhash: 'bh-2', lastValidBlockHeight: '250' };

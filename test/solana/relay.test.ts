@@ -3,7 +3,7 @@
 import { getBase64EncodedWireTransaction, getTransactionDecoder, type Address, type Blockhash, type SignatureBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRow, LEASE_MS } from '../../src/db/lease.js';
-import { stepTransactions } from '../../src/core/step.js';
+import { stepTransactions } from '../../src/core/step-runner.js';
 import { createLocalSigner } from '../../src/signers/index.js';
 import { startWorkers } from '../../src/core/worker.js';
 import { startProxy } from '../support/rpc-proxy.js';

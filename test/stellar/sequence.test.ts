@@ -1,7 +1,7 @@
 // Finding on chain (the Stellar stand-in's getTransactions) the transaction that used a sequence number.
 import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stellarRpcFrom } from '../../src/chains/stellar/rpc.js';
+import { stellarRpcFrom } from '../../src/chains/stellar/rpc-client.js';
 import { findAtSequence } from '../../src/chains/stellar/sequence.js';
 import { createJsonRpcClient } from '../../src/chains/jsonrpc.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';

@@ -5,68 +5,79 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../../generated/pothos-types.js';
 import { getDatamodel } from '../../generated/pothos-types.js';
 import type { Context } from './context.js';
+import type { FamilySpecs } from '../../core/registry.js';
+import type { GraphQLFields } from './fields.js';
 import type { PageAsk, Paged, Pagination } from '../../core/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
 
-export const builder = new SchemaBuilder<{
-  Context: Context;
-  PrismaTypes: PrismaTypes;
-  DefaultFieldNullability: false;
-  Scalars: {
-    BigInt: { Input: bigint; Output: bigint | string | number };
-    Long: { Input: bigint; Output: bigint | number };
-    DateTime: { Input: Date; Output: Date };
-    JSON: { Input: unknown; Output: unknown };
-  };
-  Directives: {
-    rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit: number; duration: number } };
-  };
-}>({
-  plugins: [PrismaPlugin, DirectivesPlugin],
-  defaultFieldNullability: false,
-  directives: { useGraphQLToolsUnorderedDirectives: true },
-  prisma: {
-    client: (ctx) => ctx.rt.prisma,
-    dmmf: getDatamodel(),
-    exposeDescriptions: false,
-    filterConnectionTotalCount: true,
-    onUnusedQuery: null,
-  },
-});
+/** A new schema builder with the scalars and root types; each schema has its own (src/api/graphql/schema.ts). */
+export function createBuilder() {
+  const builder = new SchemaBuilder<{
+    Context: Context;
+    PrismaTypes: PrismaTypes;
+    DefaultFieldNullability: false;
+    Scalars: {
+      BigInt: { Input: bigint; Output: bigint | string | number };
+      Long: { Input: bigint; Output: bigint | number };
+      DateTime: { Input: Date; Output: Date };
+      JSON: { Input: unknown; Output: unknown };
+    };
+    Directives: {
+      rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit: number; duration: number } };
+    };
+  }>({
+    plugins: [PrismaPlugin, DirectivesPlugin],
+    defaultFieldNullability: false,
+    directives: { useGraphQLToolsUnorderedDirectives: true },
+    prisma: {
+      client: (ctx) => ctx.rt.prisma,
+      dmmf: getDatamodel(),
+      exposeDescriptions: false,
+      filterConnectionTotalCount: true,
+      onUnusedQuery: null,
+    },
+  });
 
-builder.addScalarType('BigInt', BigIntScalar);
-builder.addScalarType('Long', LongScalar);
-builder.addScalarType('DateTime', DateTimeScalar);
-builder.addScalarType('JSON', JSONScalar);
+  builder.addScalarType('BigInt', BigIntScalar);
+  builder.addScalarType('Long', LongScalar);
+  builder.addScalarType('DateTime', DateTimeScalar);
+  builder.addScalarType('JSON', JSONScalar);
 
-builder.queryType({});
-builder.mutationType({});
-builder.subscriptionType({});
+  builder.queryType({});
+  builder.mutationType({});
+  builder.subscriptionType({});
+  return builder;
+}
 
-/** Page arguments shared by every list: pages start at 1. */
-export const pageArgs = builder.args((t) => ({
-  page: t.int({ required: false, description: 'Page number, from 1 (default 1).' }),
-  perPage: t.int({ required: false, description: `Items per page (default 10, at most 100).` }),
-}));
+export type Builder = ReturnType<typeof createBuilder>;
+type Types = Builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
-export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
-  fields: (t) => ({
-    currentPage: t.exposeInt('currentPage'),
-    perPage: t.exposeInt('perPage'),
-    totalItems: t.int({ resolve: (p) => p.totalItems() }),
-  }),
-});
+/** The page arguments every list takes, and the page type of an item (with the one Pagination type), of one builder. */
+export function paging(builder: Builder) {
+  /** Page arguments shared by every list: pages start at 1. */
+  const pageArgs = builder.args((t) => ({
+    page: t.int({ required: false, description: 'Page number, from 1 (default 1).' }),
+    perPage: t.int({ required: false, description: `Items per page (default 10, at most 100).` }),
+  }));
 
-type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
-
-/** A page of `item`s with its pagination: what every list field returns. */
-export function pageOf(name: string, item: ObjectParam<Types>) {
-  return builder.objectRef<Paged<unknown>>(name).implement({
+  const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
     fields: (t) => ({
-      items: t.field({ type: [item], resolve: (p) => p.items() as never }),
-      pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+      currentPage: t.exposeInt('currentPage'),
+      perPage: t.exposeInt('perPage'),
+      totalItems: t.int({ resolve: (p) => p.totalItems() }),
     }),
   });
+
+  /** A page of `item`s with its pagination: what every list field returns. */
+  function pageOf(name: string, item: ObjectParam<Types>) {
+    return builder.objectRef<Paged<unknown>>(name).implement({
+      fields: (t) => ({
+        items: t.field({ type: [item], resolve: (p) => p.items() as never }),
+        pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+      }),
+    });
+  }
+  return { pageArgs, pageOf };
 }
 
 /** Which parts of a page field's result the operation selects: its rows, its total, both. */
@@ -84,3 +95,6 @@ export function pageAsk(info: GraphQLResolveInfo): PageAsk {
   for (const node of info.fieldNodes) visit(node.selectionSet, false);
   return ask;
 }
+
+/** What the parts of one schema are built with: its builder, the chain families it offers, and helpers on that builder. */
+export type SchemaParts = { builder: Builder; families: FamilySpecs } & ReturnType<typeof paging> & GraphQLFields;

@@ -1,5 +1,3 @@
-import { builder, pageArgs, pageOf } from './builder.js';
-import { NetworkTypeEnum, RpcConfigInput } from './relayers.js';
 import { RATE_LIMITED } from './rate-limit.js';
 import { readiness } from '../../core/health.js';
 import { getNetwork, listNetworks, maskRpcUrl, updateNetwork, type NetworkView } from '../../core/networks.js';
@@ -7,212 +5,217 @@ import { createRelayer, deleteRelayer, relayerBalance, relayerStatus, type Relay
 import { createSigner, deleteSigner, getSigner, listSigners, updateSigner, type SignerView } from '../../core/signers.js';
 import { cancelPendingTransactions, type CancelPendingResult } from '../../core/transactions/cancel.js';
 import { getTransactionByNonce } from '../../core/transactions/service.js';
+import type { SchemaParts } from './builder.js';
+import type { relayerTypes } from './relayers.js';
 
-// The operations of OpenZeppelin Relayer's API beyond the interface spec: readiness, relayer
-// create/delete/status/balance, transactions by nonce and the cancel of all pending ones, signers
-// and networks. The REST routes (rest/routes.ts) run these fields.
+/** Readiness, relayer management, signers and networks. */
+export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { NetworkTypeEnum, RpcConfigInput }: ReturnType<typeof relayerTypes>) {
+  // The operations of OpenZeppelin Relayer's API beyond the interface spec: readiness, relayer
+  // create/delete/status/balance, transactions by nonce and the cancel of all pending ones, signers
+  // and networks. The REST routes (rest/routes.ts) run these fields.
 
-builder.queryField('readiness', (t) =>
-  t.field({
-    type: 'JSON',
-    description:
-      'Database, Redis (when configured) and the RPC of each network in use; cached a few seconds. `ready` false names the failing component in `reason`.',
-    resolve: (_, __, ctx) => readiness(ctx.rt),
-  }),
-);
-
-// --- relayers ---
-
-const RelayerStatusRef = builder.objectRef<RelayerStatus>('RelayerStatus').implement({
-  fields: (t) => ({
-    networkType: t.field({ type: NetworkTypeEnum, resolve: (s) => s.networkType as never }),
-    balance: t.field({ type: 'BigInt', description: "The account's native balance in the chain's smallest unit.", resolve: (s) => s.balance }),
-    nonce: t.field({
-      type: 'BigInt',
-      nullable: true,
-      description: 'EVM: the next nonce; Stellar: the next sequence number; Solana: null.',
-      resolve: (s) => s.nonce,
+  builder.queryField('readiness', (t) =>
+    t.field({
+      type: 'JSON',
+      description:
+        'Database, Redis (when configured) and the RPC of each network in use; cached a few seconds. `ready` false names the failing component in `reason`.',
+      resolve: (_, __, ctx) => readiness(ctx.rt),
     }),
-    pendingTransactionsCount: t.exposeInt('pendingTransactionsCount', { description: 'Transactions not final yet.' }),
-    lastConfirmedTransactionTimestamp: t.expose('lastConfirmedTransactionTimestamp', { type: 'DateTime', nullable: true }),
-    paused: t.exposeBoolean('paused'),
-    systemDisabled: t.exposeBoolean('systemDisabled'),
-  }),
-});
+  );
 
-const RelayerBalanceRef = builder.objectRef<RelayerBalance>('RelayerBalance').implement({
-  fields: (t) => ({
-    balance: t.field({ type: 'BigInt', resolve: (b) => b.balance }),
-    unit: t.exposeString('unit', { description: 'wei, lamports or stroops.' }),
-  }),
-});
+  // --- relayers ---
 
-const CreateRelayerInput = builder.inputType('CreateRelayerInput', {
-  description: 'A relayer as a config file entry has it (checked the same way); the address comes from the signer.',
-  fields: (t) => ({
-    id: t.string({ required: false, description: 'Default: a new UUID.' }),
-    name: t.string({ required: false }),
-    network: t.string({ required: false }),
-    networkType: t.field({ type: NetworkTypeEnum, required: false }),
-    paused: t.boolean({ required: false }),
-    signerId: t.string({ required: false }),
-    notificationId: t.string({ required: false }),
-    customRpcUrls: t.field({ type: [RpcConfigInput], required: false }),
-    policies: t.field({ type: 'JSON', required: false }),
-  }),
-});
+  const RelayerStatusRef = builder.objectRef<RelayerStatus>('RelayerStatus').implement({
+    fields: (t) => ({
+      networkType: t.field({ type: NetworkTypeEnum, resolve: (s) => s.networkType as never }),
+      balance: t.field({ type: 'BigInt', description: "The account's native balance in the chain's smallest unit.", resolve: (s) => s.balance }),
+      nonce: t.field({
+        type: 'BigInt',
+        nullable: true,
+        description: 'EVM: the next nonce; Stellar: the next sequence number; Solana: null.',
+        resolve: (s) => s.nonce,
+      }),
+      pendingTransactionsCount: t.exposeInt('pendingTransactionsCount', { description: 'Transactions not final yet.' }),
+      lastConfirmedTransactionTimestamp: t.expose('lastConfirmedTransactionTimestamp', { type: 'DateTime', nullable: true }),
+      paused: t.exposeBoolean('paused'),
+      systemDisabled: t.exposeBoolean('systemDisabled'),
+    }),
+  });
 
-const CancelPendingRef = builder.objectRef<CancelPendingResult>('CancelPendingResult').implement({
-  fields: (t) => ({
-    queuedForCancellationTransactionIds: t.exposeStringList('queuedForCancellationTransactionIds'),
-    failedToQueueTransactionIds: t.exposeStringList('failedToQueueTransactionIds'),
-    totalProcessed: t.exposeInt('totalProcessed'),
-  }),
-});
+  const RelayerBalanceRef = builder.objectRef<RelayerBalance>('RelayerBalance').implement({
+    fields: (t) => ({
+      balance: t.field({ type: 'BigInt', resolve: (b) => b.balance }),
+      unit: t.exposeString('unit', { description: 'wei, lamports or stroops.' }),
+    }),
+  });
 
-builder.queryFields((t) => ({
-  relayerStatus: t.field({
-    type: RelayerStatusRef,
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_, a, ctx) => relayerStatus(ctx.rt, String(a.id)),
-  }),
-  relayerBalance: t.field({
-    type: RelayerBalanceRef,
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_, a, ctx) => relayerBalance(ctx.rt, String(a.id)),
-  }),
-  transactionByNonce: t.prismaField({
-    type: 'Transaction',
-    args: { relayerId: t.arg.id({ required: true }), nonce: t.arg({ type: 'Long', required: true }) },
-    resolve: (_q, _, a, ctx) => getTransactionByNonce(ctx.rt, String(a.relayerId), a.nonce),
-  }),
-}));
+  const CreateRelayerInput = builder.inputType('CreateRelayerInput', {
+    description: 'A relayer as a config file entry has it (checked the same way); the address comes from the signer.',
+    fields: (t) => ({
+      id: t.string({ required: false, description: 'Default: a new UUID.' }),
+      name: t.string({ required: false }),
+      network: t.string({ required: false }),
+      networkType: t.field({ type: NetworkTypeEnum, required: false }),
+      paused: t.boolean({ required: false }),
+      signerId: t.string({ required: false }),
+      notificationId: t.string({ required: false }),
+      customRpcUrls: t.field({ type: [RpcConfigInput], required: false }),
+      policies: t.field({ type: 'JSON', required: false }),
+    }),
+  });
 
-builder.mutationFields((t) => ({
-  createRelayer: t.prismaField({
-    type: 'Relayer',
-    args: { input: t.arg({ type: CreateRelayerInput, required: true }) },
-    resolve: (_q, _, a, ctx) => createRelayer(ctx.rt, a.input as never),
-  }),
-  deleteRelayer: t.boolean({
-    description: 'Refused while the relayer has transactions in flight; a relayer of the config file stays deleted after a restart.',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: async (_, a, ctx) => {
-      await deleteRelayer(ctx.rt, String(a.id));
-      return true;
-    },
-  }),
-  cancelPendingTransactions: t.field({
-    type: CancelPendingRef,
-    directives: RATE_LIMITED,
-    description: 'Cancels every transaction of the relayer not final yet, each as cancelTransaction does.',
-    args: { relayerId: t.arg.id({ required: true }) },
-    resolve: (_, a, ctx) => cancelPendingTransactions(ctx.rt, String(a.relayerId)),
-  }),
-}));
+  const CancelPendingRef = builder.objectRef<CancelPendingResult>('CancelPendingResult').implement({
+    fields: (t) => ({
+      queuedForCancellationTransactionIds: t.exposeStringList('queuedForCancellationTransactionIds'),
+      failedToQueueTransactionIds: t.exposeStringList('failedToQueueTransactionIds'),
+      totalProcessed: t.exposeInt('totalProcessed'),
+    }),
+  });
 
-// --- signers ---
+  builder.queryFields((t) => ({
+    relayerStatus: t.field({
+      type: RelayerStatusRef,
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_, a, ctx) => relayerStatus(ctx.rt, String(a.id)),
+    }),
+    relayerBalance: t.field({
+      type: RelayerBalanceRef,
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_, a, ctx) => relayerBalance(ctx.rt, String(a.id)),
+    }),
+    transactionByNonce: t.prismaField({
+      type: 'Transaction',
+      args: { relayerId: t.arg.id({ required: true }), nonce: t.arg({ type: 'Long', required: true }) },
+      resolve: (_q, _, a, ctx) => getTransactionByNonce(ctx.rt, String(a.relayerId), a.nonce),
+    }),
+  }));
 
-const SignerRef = builder.objectRef<SignerView>('Signer').implement({
-  description: 'A signer; its key material is never returned.',
-  fields: (t) => ({
-    id: t.exposeID('id'),
-    type: t.exposeString('type', { description: 'local (a keystore).' }),
-    source: t.exposeString('source', { description: 'config (the config file) or api.' }),
-  }),
-});
-const SignerPage = pageOf('SignerPage', SignerRef);
+  builder.mutationFields((t) => ({
+    createRelayer: t.prismaField({
+      type: 'Relayer',
+      args: { input: t.arg({ type: CreateRelayerInput, required: true }) },
+      resolve: (_q, _, a, ctx) => createRelayer(ctx.rt, a.input as never),
+    }),
+    deleteRelayer: t.boolean({
+      description: 'Refused while the relayer has transactions in flight; a relayer of the config file stays deleted after a restart.',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: async (_, a, ctx) => {
+        await deleteRelayer(ctx.rt, String(a.id));
+        return true;
+      },
+    }),
+    cancelPendingTransactions: t.field({
+      type: CancelPendingRef,
+      directives: RATE_LIMITED,
+      description: 'Cancels every transaction of the relayer not final yet, each as cancelTransaction does.',
+      args: { relayerId: t.arg.id({ required: true }) },
+      resolve: (_, a, ctx) => cancelPendingTransactions(ctx.rt, String(a.relayerId)),
+    }),
+  }));
 
-const SignerKeyInput = builder.inputType('SignerKeyInput', {
-  fields: (t) => ({
-    key: t.string({ required: false, description: 'type plain: the 32-byte private key in hex.' }),
-    keystore: t.field({ type: 'JSON', required: false, description: 'type local: a V3 keystore (object or JSON text).' }),
-    passphrase: t.string({ required: false, description: "The keystore's passphrase." }),
-  }),
-});
+  // --- signers ---
 
-const CreateSignerInput = builder.inputType('CreateSignerInput', {
-  description: 'type local with a keystore, local without config (the service generates a key), or plain with a key. Stored encrypted with SIGNER_STORE_KEY.',
-  fields: (t) => ({
-    id: t.string({ required: false }),
-    type: t.string({ required: false }),
-    config: t.field({ type: SignerKeyInput, required: false }),
-  }),
-});
+  const SignerRef = builder.objectRef<SignerView>('Signer').implement({
+    description: 'A signer; its key material is never returned.',
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      type: t.exposeString('type', { description: 'local (a keystore).' }),
+      source: t.exposeString('source', { description: 'config (the config file) or api.' }),
+    }),
+  });
+  const SignerPage = pageOf('SignerPage', SignerRef);
 
-const UpdateSignerInput = builder.inputType('UpdateSignerInput', {
-  fields: (t) => ({ type: t.string({ required: false }), config: t.field({ type: SignerKeyInput, required: false }) }),
-});
+  const SignerKeyInput = builder.inputType('SignerKeyInput', {
+    fields: (t) => ({
+      key: t.string({ required: false, description: 'type plain: the 32-byte private key in hex.' }),
+      keystore: t.field({ type: 'JSON', required: false, description: 'type local: a V3 keystore (object or JSON text).' }),
+      passphrase: t.string({ required: false, description: "The keystore's passphrase." }),
+    }),
+  });
 
-builder.queryFields((t) => ({
-  signers: t.field({ type: SignerPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listSigners(ctx.rt, a.page, a.perPage) }),
-  signer: t.field({ type: SignerRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getSigner(ctx.rt, String(a.id)) }),
-}));
+  const CreateSignerInput = builder.inputType('CreateSignerInput', {
+    description: 'type local with a keystore, local without config (the service generates a key), or plain with a key. Stored encrypted with SIGNER_STORE_KEY.',
+    fields: (t) => ({
+      id: t.string({ required: false }),
+      type: t.string({ required: false }),
+      config: t.field({ type: SignerKeyInput, required: false }),
+    }),
+  });
 
-builder.mutationFields((t) => ({
-  createSigner: t.field({
-    type: SignerRef,
-    args: { input: t.arg({ type: CreateSignerInput, required: true }) },
-    resolve: (_, a, ctx) => createSigner(ctx.rt, a.input as never),
-  }),
-  updateSigner: t.field({
-    type: SignerRef,
-    description: 'Replaces the key of a signer no relayer uses.',
-    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateSignerInput, required: true }) },
-    resolve: (_, a, ctx) => updateSigner(ctx.rt, String(a.id), a.input as never),
-  }),
-  deleteSigner: t.boolean({
-    description: 'Refused while a relayer uses the signer.',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: async (_, a, ctx) => {
-      await deleteSigner(ctx.rt, String(a.id));
-      return true;
-    },
-  }),
-}));
+  const UpdateSignerInput = builder.inputType('UpdateSignerInput', {
+    fields: (t) => ({ type: t.string({ required: false }), config: t.field({ type: SignerKeyInput, required: false }) }),
+  });
 
-// --- networks ---
+  builder.queryFields((t) => ({
+    signers: t.field({ type: SignerPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listSigners(ctx.rt, a.page, a.perPage) }),
+    signer: t.field({ type: SignerRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getSigner(ctx.rt, String(a.id)) }),
+  }));
 
-const MaskedRpc = builder.objectRef<{ url: string; weight: number }>('MaskedRpcConfig').implement({
-  fields: (t) => ({
-    url: t.string({ description: 'Path and query hidden (they often hold an API key).', resolve: (r) => maskRpcUrl(r.url) }),
-    weight: t.exposeInt('weight'),
-  }),
-});
+  builder.mutationFields((t) => ({
+    createSigner: t.field({
+      type: SignerRef,
+      args: { input: t.arg({ type: CreateSignerInput, required: true }) },
+      resolve: (_, a, ctx) => createSigner(ctx.rt, a.input as never),
+    }),
+    updateSigner: t.field({
+      type: SignerRef,
+      description: 'Replaces the key of a signer no relayer uses.',
+      args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateSignerInput, required: true }) },
+      resolve: (_, a, ctx) => updateSigner(ctx.rt, String(a.id), a.input as never),
+    }),
+    deleteSigner: t.boolean({
+      description: 'Refused while a relayer uses the signer.',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: async (_, a, ctx) => {
+        await deleteSigner(ctx.rt, String(a.id));
+        return true;
+      },
+    }),
+  }));
 
-const NetworkRef = builder.objectRef<NetworkView>('Network').implement({
-  fields: (t) => ({
-    id: t.exposeID('id', { description: '"type:name".' }),
-    name: t.exposeString('name'),
-    networkType: t.field({ type: NetworkTypeEnum, resolve: (n) => n.type }),
-    rpcUrls: t.field({ type: [MaskedRpc], resolve: (n) => n.rpcUrls }),
-    chainId: t.int({ nullable: true, resolve: (n) => n.chainId ?? null }),
-    requiredConfirmations: t.exposeInt('requiredConfirmations'),
-    symbol: t.string({ nullable: true, resolve: (n) => n.symbol ?? null }),
-    features: t.exposeStringList('features'),
-    tags: t.exposeStringList('tags'),
-    isTestnet: t.exposeBoolean('isTestnet'),
-    averageBlocktimeMs: t.int({ nullable: true, resolve: (n) => n.averageBlocktimeMs ?? null }),
-    explorerUrls: t.stringList({ nullable: true, resolve: (n) => (n.fields.explorer_urls as string[] | undefined) ?? null }),
-    passphrase: t.string({ nullable: true, description: 'Stellar networks.', resolve: (n) => n.passphrase ?? null }),
-  }),
-});
-const NetworkPage = pageOf('NetworkPage', NetworkRef);
+  // --- networks ---
 
-const UpdateNetworkInput = builder.inputType('UpdateNetworkInput', {
-  fields: (t) => ({ rpcUrls: t.field({ type: ['JSON'], required: false, description: 'URLs, or { url, weight } objects; they replace the list.' }) }),
-});
+  const MaskedRpc = builder.objectRef<{ url: string; weight: number }>('MaskedRpcConfig').implement({
+    fields: (t) => ({
+      url: t.string({ description: 'Path and query hidden (they often hold an API key).', resolve: (r) => maskRpcUrl(r.url) }),
+      weight: t.exposeInt('weight'),
+    }),
+  });
 
-builder.queryFields((t) => ({
-  networks: t.field({ type: NetworkPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listNetworks(ctx.rt, a.page, a.perPage) }),
-  network: t.field({ type: NetworkRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getNetwork(ctx.rt, String(a.id)) }),
-}));
+  const NetworkRef = builder.objectRef<NetworkView>('Network').implement({
+    fields: (t) => ({
+      id: t.exposeID('id', { description: '"type:name".' }),
+      name: t.exposeString('name'),
+      networkType: t.field({ type: NetworkTypeEnum, resolve: (n) => n.type }),
+      rpcUrls: t.field({ type: [MaskedRpc], resolve: (n) => n.rpcUrls }),
+      chainId: t.int({ nullable: true, resolve: (n) => n.chainId ?? null }),
+      requiredConfirmations: t.exposeInt('requiredConfirmations'),
+      symbol: t.string({ nullable: true, resolve: (n) => n.symbol ?? null }),
+      features: t.exposeStringList('features'),
+      tags: t.exposeStringList('tags'),
+      isTestnet: t.exposeBoolean('isTestnet'),
+      averageBlocktimeMs: t.int({ nullable: true, resolve: (n) => n.averageBlocktimeMs ?? null }),
+      explorerUrls: t.stringList({ nullable: true, resolve: (n) => (n.fields.explorer_urls as string[] | undefined) ?? null }),
+      passphrase: t.string({ nullable: true, description: 'Stellar networks.', resolve: (n) => n.passphrase ?? null }),
+    }),
+  });
+  const NetworkPage = pageOf('NetworkPage', NetworkRef);
 
-builder.mutationField('updateNetwork', (t) =>
-  t.field({
-    type: NetworkRef,
-    description: "Changes a network's RPC URLs; kept in the database and applied over the config file's at every start.",
-    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNetworkInput, required: true }) },
-    resolve: (_, a, ctx) => updateNetwork(ctx.rt, String(a.id), a.input),
-  }),
-);
+  const UpdateNetworkInput = builder.inputType('UpdateNetworkInput', {
+    fields: (t) => ({ rpcUrls: t.field({ type: ['JSON'], required: false, description: 'URLs, or { url, weight } objects; they replace the list.' }) }),
+  });
+
+  builder.queryFields((t) => ({
+    networks: t.field({ type: NetworkPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listNetworks(ctx.rt, a.page, a.perPage) }),
+    network: t.field({ type: NetworkRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getNetwork(ctx.rt, String(a.id)) }),
+  }));
+
+  builder.mutationField('updateNetwork', (t) =>
+    t.field({
+      type: NetworkRef,
+      description: "Changes a network's RPC URLs; kept in the database and applied over the config file's at every start.",
+      args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNetworkInput, required: true }) },
+      resolve: (_, a, ctx) => updateNetwork(ctx.rt, String(a.id), a.input),
+    }),
+  );
+}

@@ -28,11 +28,13 @@ interface Asset {
   type: string;
 }
 
-let loading: Promise<{ files: Map<string, Asset>; url: Record<string, string> }> | undefined;
+interface Assets {
+  files: Map<string, Asset>;
+  url: Record<string, string>;
+}
 
-// The bundle is about 9 MB of JavaScript: read on the first visit, not at start-up.
-function assets() {
-  loading ??= import('@graphql-yoga/render-graphiql/graphiql').then((m) => {
+function loadAssets(): Promise<Assets> {
+  return import('@graphql-yoga/render-graphiql/graphiql').then((m) => {
     const files = new Map<string, Asset>();
     const url: Record<string, string> = {};
     const add = (name: string, ext: string, body: string | Uint8Array<ArrayBuffer>, type: string) => {
@@ -62,14 +64,12 @@ document.addEventListener('DOMContentLoaded', () => {
     add('boot', 'js', boot, js);
     return { files, url };
   });
-  return loading;
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The GraphiQL page (yoga's `renderGraphiQL`): options as JSON data, every script and style from ASSETS. */
-export async function renderGraphiQL(options?: GraphiQLOptions): Promise<string> {
-  const { url } = await assets();
+function page({ url }: Assets, options?: GraphiQLOptions): string {
   // `<` escaped so no option value can close the data element.
   const json = JSON.stringify(options ?? {}).replace(/</g, '\\u003c');
   return `<!doctype html>
@@ -82,12 +82,23 @@ export async function renderGraphiQL(options?: GraphiQLOptions): Promise<string>
 `;
 }
 
-/** An asset of the page, or undefined when `pathname` names none. */
-export async function graphiqlAsset(pathname: string): Promise<Response | undefined> {
-  if (!pathname.startsWith(ASSETS)) return undefined;
-  const asset = (await assets()).files.get(pathname.slice(ASSETS.length));
-  if (!asset) return undefined;
-  return new Response(asset.body, {
-    headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' },
-  });
+/**
+ * GraphiQL for one app: `render`, the page (yoga's `renderGraphiQL`), and `asset`, an asset of the
+ * page or undefined when `pathname` names none. The bundle is about 9 MB of JavaScript: read on the
+ * first visit, not at start-up.
+ */
+export function graphiql() {
+  let loading: Promise<Assets> | undefined;
+  const assets = () => (loading ??= loadAssets());
+  return {
+    render: async (options?: GraphiQLOptions) => page(await assets(), options),
+    async asset(pathname: string): Promise<Response | undefined> {
+      if (!pathname.startsWith(ASSETS)) return undefined;
+      const asset = (await assets()).files.get(pathname.slice(ASSETS.length));
+      if (!asset) return undefined;
+      return new Response(asset.body, {
+        headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' },
+      });
+    },
+  };
 }

@@ -4,7 +4,7 @@ import type { Plugin } from 'graphql-yoga';
 import { parseJson } from '../../lib/json.js';
 import { textIssues, textProblem } from '../../lib/validate.js';
 import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
-import { AppError } from './errors.js';
+import { AppError } from './app-error.js';
 
 // Input rules of /graphql that the REST adapter applies on its side too (src/api/body.ts,
 // src/lib/validate.ts): POST bodies are JSON only (no form or text/plain posts a browser could

@@ -1,4 +1,3 @@
-import { builder, pageArgs, pageOf } from './builder.js';
 import {
   createNotification,
   deleteNotification,
@@ -9,112 +8,116 @@ import {
   redeliver,
   updateNotification,
 } from '../../core/notifications/service.js';
+import type { SchemaParts } from './builder.js';
 
-const NotificationTypeEnum = builder.enumType('NotificationType', { values: ['webhook'] as const });
-const DeliveryStatusEnum = builder.enumType('DeliveryStatus', {
-  values: {
-    pending: { description: 'Queued, being sent, or waiting for its next try.' },
-    delivered: { description: 'The receiver answered 2xx.' },
-    failed: { description: 'Given up: a 4xx other than 429, a refused target, or retries exhausted. Can be redelivered.' },
-  } as const,
-});
+/** Notifications (webhook targets) and their deliveries. */
+export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
+  const NotificationTypeEnum = builder.enumType('NotificationType', { values: ['webhook'] as const });
+  const DeliveryStatusEnum = builder.enumType('DeliveryStatus', {
+    values: {
+      pending: { description: 'Queued, being sent, or waiting for its next try.' },
+      delivered: { description: 'The receiver answered 2xx.' },
+      failed: { description: 'Given up: a 4xx other than 429, a refused target, or retries exhausted. Can be redelivered.' },
+    } as const,
+  });
 
-export const Delivery = builder.prismaObject('Delivery', {
-  description: 'One webhook event for one notification, and how sending it went.',
-  fields: (t) => ({
-    id: t.exposeID('id', { description: 'Also the event id in the body.' }),
-    event: t.exposeString('event', { description: 'transaction_update or relayer_state_update.' }),
-    status: t.field({ type: DeliveryStatusEnum, resolve: (d) => d.status }),
-    attempts: t.exposeInt('attempts', { description: 'Tries so far (since the last redelivery).' }),
-    lastError: t.exposeString('lastError', { nullable: true }),
-    lastStatusCode: t.exposeInt('lastStatusCode', { nullable: true }),
-    nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => (d.status === 'pending' ? d.dueAt : null) }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    deliveredAt: t.expose('deliveredAt', { type: 'DateTime', nullable: true }),
-    notificationId: t.exposeString('notificationId'),
-    relayerId: t.exposeString('relayerId', { nullable: true }),
-    transactionId: t.exposeString('transactionId', { nullable: true }),
-    body: t.field({ type: 'JSON', description: 'The body as sent (every attempt sends the same bytes).', resolve: (d) => JSON.parse(d.body) }),
-  }),
-});
-
-const DeliveryPage = pageOf('DeliveryPage', Delivery);
-
-export const Notification = builder.prismaObject('Notification', {
-  fields: (t) => ({
-    id: t.exposeID('id'),
-    type: t.field({ type: NotificationTypeEnum, resolve: (n) => n.type }),
-    url: t.exposeString('url'),
-    hasSigningKey: t.boolean({ select: { signingKey: true }, resolve: (n) => !!n.signingKey }),
-    relayers: t.relation('relayers'),
-    deliveries: t.field({
-      type: DeliveryPage,
-      description: 'Webhook deliveries to this notification, newest first.',
-      args: { ...pageArgs, status: t.arg({ type: DeliveryStatusEnum, required: false }) },
-      resolve: (n, a, ctx) => listDeliveries(ctx.rt, n.id, a),
+  const Delivery = builder.prismaObject('Delivery', {
+    description: 'One webhook event for one notification, and how sending it went.',
+    fields: (t) => ({
+      id: t.exposeID('id', { description: 'Also the event id in the body.' }),
+      event: t.exposeString('event', { description: 'transaction_update or relayer_state_update.' }),
+      status: t.field({ type: DeliveryStatusEnum, resolve: (d) => d.status }),
+      attempts: t.exposeInt('attempts', { description: 'Tries so far (since the last redelivery).' }),
+      lastError: t.exposeString('lastError', { nullable: true }),
+      lastStatusCode: t.exposeInt('lastStatusCode', { nullable: true }),
+      nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => (d.status === 'pending' ? d.dueAt : null) }),
+      createdAt: t.expose('createdAt', { type: 'DateTime' }),
+      deliveredAt: t.expose('deliveredAt', { type: 'DateTime', nullable: true }),
+      notificationId: t.exposeString('notificationId'),
+      relayerId: t.exposeString('relayerId', { nullable: true }),
+      transactionId: t.exposeString('transactionId', { nullable: true }),
+      body: t.field({ type: 'JSON', description: 'The body as sent (every attempt sends the same bytes).', resolve: (d) => JSON.parse(d.body) }),
     }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-  }),
-});
+  });
 
-const NotificationPage = pageOf('NotificationPage', Notification);
+  const DeliveryPage = pageOf('DeliveryPage', Delivery);
 
-builder.queryFields((t) => ({
-  notifications: t.field({
-    type: NotificationPage,
-    args: { ...pageArgs },
-    resolve: (_, a, ctx) => listNotifications(ctx.rt, a.page, a.perPage),
-  }),
-  notification: t.prismaField({
-    type: 'Notification',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_q, _, a, ctx) => getNotification(ctx.rt, String(a.id)),
-  }),
-  delivery: t.prismaField({
-    type: 'Delivery',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_q, _, a, ctx) => getDelivery(ctx.rt, String(a.id)),
-  }),
-}));
+  const Notification = builder.prismaObject('Notification', {
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      type: t.field({ type: NotificationTypeEnum, resolve: (n) => n.type }),
+      url: t.exposeString('url'),
+      hasSigningKey: t.boolean({ select: { signingKey: true }, resolve: (n) => !!n.signingKey }),
+      relayers: t.relation('relayers'),
+      deliveries: t.field({
+        type: DeliveryPage,
+        description: 'Webhook deliveries to this notification, newest first.',
+        args: { ...pageArgs, status: t.arg({ type: DeliveryStatusEnum, required: false }) },
+        resolve: (n, a, ctx) => listDeliveries(ctx.rt, n.id, a),
+      }),
+      createdAt: t.expose('createdAt', { type: 'DateTime' }),
+      updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    }),
+  });
 
-const CreateNotificationInput = builder.inputType('CreateNotificationInput', {
-  fields: (t) => ({
-    id: t.string({ required: false }),
-    type: t.field({ type: NotificationTypeEnum, required: false }),
-    url: t.string({ required: true }),
-    signingKey: t.string({ required: false }),
-  }),
-});
+  const NotificationPage = pageOf('NotificationPage', Notification);
 
-const UpdateNotificationInput = builder.inputType('UpdateNotificationInput', {
-  fields: (t) => ({
-    type: t.field({ type: NotificationTypeEnum, required: false }),
-    url: t.string({ required: false }),
-    signingKey: t.string({ required: false, description: 'Absent or null keeps the key, "" removes it, a value replaces it.' }),
-  }),
-});
+  builder.queryFields((t) => ({
+    notifications: t.field({
+      type: NotificationPage,
+      args: { ...pageArgs },
+      resolve: (_, a, ctx) => listNotifications(ctx.rt, a.page, a.perPage),
+    }),
+    notification: t.prismaField({
+      type: 'Notification',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_q, _, a, ctx) => getNotification(ctx.rt, String(a.id)),
+    }),
+    delivery: t.prismaField({
+      type: 'Delivery',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_q, _, a, ctx) => getDelivery(ctx.rt, String(a.id)),
+    }),
+  }));
 
-builder.mutationFields((t) => ({
-  createNotification: t.prismaField({
-    type: 'Notification',
-    args: { input: t.arg({ type: CreateNotificationInput, required: true }) },
-    resolve: (_q, _, a, ctx) => createNotification(ctx.rt, a.input),
-  }),
-  updateNotification: t.prismaField({
-    type: 'Notification',
-    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNotificationInput, required: true }) },
-    resolve: (_q, _, a, ctx) => updateNotification(ctx.rt, String(a.id), a.input),
-  }),
-  deleteNotification: t.prismaField({
-    type: 'Notification',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_q, _, a, ctx) => deleteNotification(ctx.rt, String(a.id)),
-  }),
-  redeliver: t.prismaField({
-    type: 'Delivery',
-    description: 'Sends a failed or delivered event again (same body and event id); refused while it is pending.',
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_q, _, a, ctx) => redeliver(ctx.rt, String(a.id)),
-  }),
-}));
+  const CreateNotificationInput = builder.inputType('CreateNotificationInput', {
+    fields: (t) => ({
+      id: t.string({ required: false }),
+      type: t.field({ type: NotificationTypeEnum, required: false }),
+      url: t.string({ required: true }),
+      signingKey: t.string({ required: false }),
+    }),
+  });
+
+  const UpdateNotificationInput = builder.inputType('UpdateNotificationInput', {
+    fields: (t) => ({
+      type: t.field({ type: NotificationTypeEnum, required: false }),
+      url: t.string({ required: false }),
+      signingKey: t.string({ required: false, description: 'Absent or null keeps the key, "" removes it, a value replaces it.' }),
+    }),
+  });
+
+  builder.mutationFields((t) => ({
+    createNotification: t.prismaField({
+      type: 'Notification',
+      args: { input: t.arg({ type: CreateNotificationInput, required: true }) },
+      resolve: (_q, _, a, ctx) => createNotification(ctx.rt, a.input),
+    }),
+    updateNotification: t.prismaField({
+      type: 'Notification',
+      args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNotificationInput, required: true }) },
+      resolve: (_q, _, a, ctx) => updateNotification(ctx.rt, String(a.id), a.input),
+    }),
+    deleteNotification: t.prismaField({
+      type: 'Notification',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_q, _, a, ctx) => deleteNotification(ctx.rt, String(a.id)),
+    }),
+    redeliver: t.prismaField({
+      type: 'Delivery',
+      description: 'Sends a failed or delivered event again (same body and event id); refused while it is pending.',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_q, _, a, ctx) => redeliver(ctx.rt, String(a.id)),
+    }),
+  }));
+}

@@ -4,7 +4,7 @@ import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type G
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
-import { AppError, rateLimited } from './errors.js';
+import { AppError, rateLimited } from './app-error.js';
 
 /**
  * Marks a field as drawing on the caller's request budget (spec 4.1-4.3). Every marked field

@@ -1,10 +1,22 @@
-import { builder } from './builder.js';
+import type { GraphQLSchema } from 'graphql';
+import type { FamilySpecs } from '../../core/registry.js';
+import { createBuilder, paging } from './builder.js';
+import { directTypes } from './sign-and-forward.js';
+import { entityTypes } from './entities.js';
+import { graphqlFields } from './fields.js';
+import { notificationTypes } from './notifications.js';
 import { rateLimitTransformer } from './rate-limit.js';
-import './relayers.js';
-import './transactions.js';
-import './notifications.js';
-import './direct.js';
-import './entities.js';
+import { relayerTypes } from './relayers.js';
+import { transactionTypes } from './transactions.js';
 
-/** The executable schema: Pothos types with the rate-limit directive applied last. */
-export const schema = rateLimitTransformer().rateLimitDirectiveTransformer(builder.toSchema({ sortSchema: true }));
+/** The executable schema for the chain families offered: Pothos types with the rate-limit directive applied last. */
+export function buildSchema(families: FamilySpecs): GraphQLSchema {
+  const builder = createBuilder();
+  const parts = { builder, families, ...paging(builder), ...graphqlFields(builder) };
+  const relayers = relayerTypes(parts);
+  transactionTypes(parts, relayers.Relayer);
+  notificationTypes(parts);
+  directTypes(parts);
+  entityTypes(parts, relayers);
+  return rateLimitTransformer().rateLimitDirectiveTransformer(builder.toSchema({ sortSchema: true }));
+}

@@ -1,4 +1,4 @@
-import type { FieldType, RequestField } from '../../core/family.js';
+import type { FieldType, RequestField } from '../../core/family-spec.js';
 
 // The JSON types of REST request fields: what the adapter checks before a value reaches GraphQL
 // (the shape of the JSON, never a domain rule), and what the OpenAPI document describes.
@@ -33,7 +33,7 @@ export const object = (fields?: Fields): JsonType => ({ kind: 'object', fields }
 export const array = (items: JsonType): JsonType => ({ kind: 'array', items });
 export const any = (): JsonType => ({ kind: 'any' });
 
-/** A field as the service describes it (core/family.ts: the chain families' request fields). */
+/** A field as the service describes it (core/family-spec.ts: the chain families' request fields). */
 export function restField(f: RequestField): Field {
   return {
     type: restType(f.type),

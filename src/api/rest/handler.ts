@@ -3,18 +3,18 @@ import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type Docum
 import { requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
-import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
 import { textIssues, textProblem } from '../../lib/validate.js';
 import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
-import { laterFeature } from './direct.js';
+import { laterFeature } from './sign-and-forward.js';
 import { fail, json, ok } from './envelope.js';
 import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
 import { openApiDocument } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
-import { routes as routeTable, type Route } from './routes.js';
+import { restRecords } from './records.js';
+import { restRoutes, type Route } from './routes.js';
 import type { HttpLabels } from '../../metrics/index.js';
 
 export interface RestContext {
@@ -55,7 +55,7 @@ export function schemaEnums(schema: GraphQLSchema): EnumValues {
  * The routes whose GraphQL field exists in the schema, each with its document checked against the
  * schema once, here: requests then skip parsing and validation.
  */
-export function compileRoutes(schema: GraphQLSchema, table: Route[] = routeTable): CompiledRoute[] {
+export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRoute[] {
   return table.flatMap((route) => {
     const parent = route.field.type === 'Query' ? schema.getQueryType() : schema.getMutationType();
     const field = parent?.getFields()[route.field.name];
@@ -121,13 +121,16 @@ export function failWith(code: ErrorCode, detail?: string): Response {
   return fail(status, message ?? code, detail);
 }
 
-/** The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema. */
-export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema = appSchema) {
-  const compiled = compileRoutes(schema);
+/**
+ * The /api/v1 compatibility layer: each route runs a named GraphQL operation on the same schema
+ * (built for the same chain families, rt.families).
+ */
+export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema) {
+  const compiled = compileRoutes(schema, restRoutes(rt.families));
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
   let docs: string | undefined;
-  const openApiText = () => (openapi ??= JSON.stringify(openApiDocument(compiled, enums)));
+  const openApiText = () => (openapi ??= JSON.stringify(openApiDocument(compiled, enums, restRecords(rt.families).recordSchemas)));
 
   const isPublicPath = (path: string) => path === OPENAPI_PATH || path === DOCS_PATH;
   const normalise = (pathname: string) => (pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname);

@@ -1,8 +1,8 @@
 import type { CompiledRoute } from './handler.js';
 import type { EnumValues, Field, Fields, JsonType } from './fields.js';
-import { directSchemas, laterRoutes } from './direct.js';
+import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
-import { recordSchemas, type JsonSchema } from './records.js';
+import type { JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
 // The OpenAPI 3.1 document of the REST surface, generated from the route table.
@@ -97,7 +97,7 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
-export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues): JsonSchema {
+export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, recordSchemas: Record<string, JsonSchema>): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const c of compiled) {
     const r = c.route;

@@ -1,6 +1,6 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
-import { FAMILIES, isNetworkType, specOf } from '../../chains/families.js';
-import type { FamilySpec, RecordColumn } from '../../core/family.js';
+import type { FamilySpec, RecordColumn } from '../../core/family-spec.js';
+import type { FamilySpecs } from '../../core/registry.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
 
 // The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
@@ -63,20 +63,6 @@ function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
   return out;
 }
 
-/**
- * The transaction record (spec 2.2), equal to what webhooks carry (core/transactions/record.ts):
- * the common fields, then those the transaction's family lists (chains/<family>/spec.ts: EVM
- * transactions the EVM fields, the others their network type and the chain-specific fields the
- * pipeline publishes).
- */
-export function transactionRecord(tx: Tx): Record<string, unknown> {
-  const out = pick(txCommon, tx, {});
-  const record = isNetworkType(tx.networkType) ? specOf(tx.networkType).record : unknownFamily;
-  for (const k of record.fields) out[k] = tx[txColumns[k].from] ?? null;
-  if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
-  return out;
-}
-
 type Rl = RestRelayerFragment;
 
 const relayerShape: Shape<Rl> = {
@@ -97,29 +83,10 @@ const relayerShape: Shape<Rl> = {
   policies: { from: 'policies', schema: { $ref: '#/components/schemas/RelayerPolicies' } },
 };
 
-/**
- * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
- * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
- */
-const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(
-  FAMILIES.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])),
-);
-
 function jsonInteger(v: unknown): unknown {
   if (typeof v !== 'string' || !/^\d+$/.test(v)) return v;
   const n = BigInt(v);
   return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
-}
-
-export function relayerRecord(r: Rl): Record<string, unknown> {
-  const out = pick(relayerShape, r, {});
-  const ints = INTEGER_POLICY_FIELDS[r.networkType];
-  if (ints && r.policies && typeof r.policies === 'object') {
-    const p = { ...(r.policies as Record<string, unknown>) };
-    for (const k of ints) if (k in p) p[k] = jsonInteger(p[k]);
-    out.policies = p;
-  }
-  return out;
 }
 
 const notificationShape: Shape<RestNotificationFragment> = {
@@ -140,58 +107,97 @@ export const orList = (items: string[]) => (items.length < 2 ? items.join('') : 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const article = (word: string) => (/^[AEIOU]/i.test(word) ? 'an' : 'a');
 
-const withColumns = FAMILIES.filter((f) => !f.record.networkData);
-const withNetworkData = FAMILIES.filter((f) => f.record.networkData);
-/** Every family's record fields, in family order. */
-const txFamilyFields: Shape<Tx> = Object.fromEntries(FAMILIES.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
+/** The records whose fields depend on the chain families offered, and their JSON Schemas. */
+export function restRecords(families: FamilySpecs) {
+  /**
+   * The transaction record (spec 2.2), equal to what webhooks carry (core/transactions/record.ts):
+   * the common fields, then those the transaction's family lists (chains/<family>/spec.ts: EVM
+   * transactions the EVM fields, the others their network type and the chain-specific fields the
+   * pipeline publishes).
+   */
+  function transactionRecord(tx: Tx): Record<string, unknown> {
+    const out = pick(txCommon, tx, {});
+    const record = families.has(tx.networkType) ? families.spec(tx.networkType).record : unknownFamily;
+    for (const k of record.fields) out[k] = tx[txColumns[k].from] ?? null;
+    if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
+    return out;
+  }
 
-const documentedPolicies = FAMILIES.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
-const otherPolicies = FAMILIES.filter((f) => !f.policy.document).map((f) => f.label);
-/** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
-export const policyKinds = [
-  ...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`),
-  ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : []),
-].join(', or ');
+  /**
+   * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
+   * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
+   */
+  const integerPolicyFields: Record<string, readonly string[]> = Object.fromEntries(
+    families.list.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])),
+  );
 
-/** JSON Schemas of the records, for the OpenAPI document's components. */
-export const recordSchemas: Record<string, JsonSchema> = {
-  Transaction: {
-    type: 'object',
-    description: `A transaction (spec 2.2). ${withColumns.map((f) => `${f.label} transactions carry the ${f.label} fields`).join('; ')}; ${andList(withNetworkData.map((f) => f.label))} transactions carry \`network_type\` and their chain-specific fields instead.`,
-    properties: properties(txCommon, txFamilyFields),
-    required: Object.keys(txCommon).concat('from'),
-    additionalProperties: true,
-  },
-  Relayer: {
-    type: 'object',
-    description: 'A relayer (spec 2.3).',
-    properties: properties(relayerShape),
-    required: Object.keys(relayerShape),
-  },
-  Notification: {
-    type: 'object',
-    description: 'A webhook notification configuration (spec 2.4); the signing key itself is never returned.',
-    properties: properties(notificationShape),
-    required: Object.keys(notificationShape),
-  },
-  RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
-  ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
-  RelayerPolicies: {
-    description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
-    // anyOf: the families' policy objects overlap (an empty object is a policy of each).
-    type: 'object',
-    anyOf: [
-      ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
-      ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
-    ],
-  },
-  Pagination: {
-    type: 'object',
-    properties: {
-      current_page: { type: 'integer', minimum: 1 },
-      per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE },
-      total_items: { type: 'integer', minimum: 0 },
+  function relayerRecord(r: Rl): Record<string, unknown> {
+    const out = pick(relayerShape, r, {});
+    const ints = integerPolicyFields[r.networkType];
+    if (ints && r.policies && typeof r.policies === 'object') {
+      const p = { ...(r.policies as Record<string, unknown>) };
+      for (const k of ints) if (k in p) p[k] = jsonInteger(p[k]);
+      out.policies = p;
+    }
+    return out;
+  }
+
+  const withColumns = families.list.filter((f) => !f.record.networkData);
+  const withNetworkData = families.list.filter((f) => f.record.networkData);
+  /** Every family's record fields, in family order. */
+  const txFamilyFields: Shape<Tx> = Object.fromEntries(families.list.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
+
+  const documentedPolicies = families.list.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
+  const otherPolicies = families.list.filter((f) => !f.policy.document).map((f) => f.label);
+  /** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
+  const policyKinds = [
+    ...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`),
+    ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : []),
+  ].join(', or ');
+
+  /** JSON Schemas of the records, for the OpenAPI document's components. */
+  const recordSchemas: Record<string, JsonSchema> = {
+    Transaction: {
+      type: 'object',
+      description: `A transaction (spec 2.2). ${withColumns.map((f) => `${f.label} transactions carry the ${f.label} fields`).join('; ')}; ${andList(withNetworkData.map((f) => f.label))} transactions carry \`network_type\` and their chain-specific fields instead.`,
+      properties: properties(txCommon, txFamilyFields),
+      required: Object.keys(txCommon).concat('from'),
+      additionalProperties: true,
     },
-    required: ['current_page', 'per_page', 'total_items'],
-  },
-};
+    Relayer: {
+      type: 'object',
+      description: 'A relayer (spec 2.3).',
+      properties: properties(relayerShape),
+      required: Object.keys(relayerShape),
+    },
+    Notification: {
+      type: 'object',
+      description: 'A webhook notification configuration (spec 2.4); the signing key itself is never returned.',
+      properties: properties(notificationShape),
+      required: Object.keys(notificationShape),
+    },
+    RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
+    ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
+    RelayerPolicies: {
+      description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
+      // anyOf: the families' policy objects overlap (an empty object is a policy of each).
+      type: 'object',
+      anyOf: [
+        ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
+        ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
+      ],
+    },
+    Pagination: {
+      type: 'object',
+      properties: {
+        current_page: { type: 'integer', minimum: 1 },
+        per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE },
+        total_items: { type: 'integer', minimum: 0 },
+      },
+      required: ['current_page', 'per_page', 'total_items'],
+    },
+  };
+  return { transactionRecord, relayerRecord, policyKinds, recordSchemas };
+}
+
+export type RestRecords = ReturnType<typeof restRecords>;

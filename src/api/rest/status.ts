@@ -3,7 +3,7 @@
 // its status from it (app.ts passes it to the error masking) for the errors that change the HTTP
 // status there (401, 429).
 
-import type { ErrorCode } from '../graphql/errors.js';
+import type { ErrorCode } from '../graphql/app-error.js';
 
 export type { ErrorCode };
 

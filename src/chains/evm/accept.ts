@@ -1,15 +1,15 @@
 import { getAddress, type Address, type Hex } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid, unavailable } from '../../core/errors.js';
-import type { Accepted } from '../../core/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
+import type { Accepted } from '../../core/transactions/pipeline.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
 import type { EvmRequest } from './spec.js';
 import type { Runtime } from '../../core/runtime.js';
 import { evmContext, EvmSetupError, type EvmContext } from './context.js';
-import { revertReason } from './errors.js';
+import { revertReason } from './node-errors.js';
 import { estimateGasWithMargin } from './fees.js';
 import { maxPricePerGas, requestFees } from './pricing.js';
-import { RpcError } from './rpc.js';
+import { RpcError } from './rpc-client.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
 

@@ -1,13 +1,13 @@
-import type { Network, RpcEndpoint } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network, RpcEndpoint } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { readEvmPolicy, type EvmPolicy } from './spec.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { EvmSigner } from '../../signers/index.js';
-import { createEvmRpc, type EvmRpc } from './rpc.js';
+import { createEvmRpc, type EvmRpc } from './rpc-client.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
-import { rpcObserver } from '../../metrics/rpc.js';
+import { rpcObserver } from '../../metrics/rpc-observer.js';
 
 /** Everything the pipeline needs to act for one EVM relayer, resolved from its row and the config. */
 export interface EvmContext {

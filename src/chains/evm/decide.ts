@@ -5,7 +5,7 @@ import type { Hex } from 'viem';
 import { canonicalJson } from '../../lib/json.js';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import type { TransactionPatch } from '../../core/transactions/store.js';
-import type { BroadcastVerdict } from './errors.js';
+import type { BroadcastVerdict } from './node-errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';
 import { readState, type Broadcast, type EvmState, type NoopOutcome } from './state.js';
@@ -460,7 +460,7 @@ export function resumeSigned(w: Work) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The step (core/step.ts runs it; steps.ts observes and performs)
+// The step (core/step-runner.ts runs it; steps.ts observes and performs)
 
 /** What the chain answered about one transaction the chain's nonce passed (or that was mined). */
 export type ChainAnswer =

@@ -1,5 +1,5 @@
 import { toHex, type Address, type Hex } from 'viem';
-import { RpcError, RpcUnavailableError, type EvmRpc } from './rpc.js';
+import { RpcError, RpcUnavailableError, type EvmRpc } from './rpc-client.js';
 
 type ChainTx = { hash: Hex; from: Address; nonce: Hex; blockNumber: Hex | null };
 

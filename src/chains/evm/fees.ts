@@ -1,5 +1,5 @@
 import { toHex, type Address, type Hex } from 'viem';
-import type { RpcRequester } from './rpc.js';
+import type { RpcRequester } from './rpc-client.js';
 
 export type Speed = 'safeLow' | 'average' | 'fast' | 'fastest';
 export const SPEEDS: readonly Speed[] = ['safeLow', 'average', 'fast', 'fastest'];

@@ -6,7 +6,7 @@ import { TRANSFER_GAS, type EvmPayload } from './accept.js';
 import type { EvmContext } from './context.js';
 import type { EvmState } from './state.js';
 import type { Hex } from 'viem';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation } from '../../db/unique-violation.js';
 
 /** The account's nonce in the latest block: every nonce below it is mined. */
 export async function latestNonce(ctx: EvmContext): Promise<bigint> {

@@ -1,6 +1,6 @@
 import { bumpFees, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
 import type { EvmContext } from './context.js';
-import type { EvmRpc } from './rpc.js';
+import type { EvmRpc } from './rpc-client.js';
 
 /** Fees as stored in JSON (decimal strings). */
 export type FeesJson = { gasPrice: string } | { maxFeePerGas: string; maxPriorityFeePerGas: string };

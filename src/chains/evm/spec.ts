@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineFamily, sharedSendFields } from '../../core/family.js';
+import { defineFamily, sharedSendFields } from '../../core/family-spec.js';
 import { evmAddress, hexData, int64, rfc3339, u128 } from '../../lib/validate.js';
 
-// The EVM family's contract (core/family.ts): what the rest of the service knows of it.
+// The EVM family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
 export const SPEEDS = ['fastest', 'fast', 'average', 'safeLow'] as const;
 
@@ -133,6 +133,6 @@ export const evmSpec = defineFamily({
   record: {
     fields: ['from', 'to', 'value', 'data', 'nonce', 'gas_limit', 'gas_price', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'speed', 'signature'],
   },
-  load: () => import('./family.js').then((m) => m.evmFamily),
-  direct: () => import('./direct.js').then((m) => m.evmDirect),
+  load: () => import('./pipeline.js').then((m) => m.evmFamily),
+  direct: () => import('./sign-and-forward.js').then((m) => m.evmDirect),
 });

@@ -1,9 +1,9 @@
-// The EVM family's half of a step (core/step.ts runs it): reading the chain, signing and
+// The EVM family's half of a step (core/step-runner.ts runs it): reading the chain, signing and
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
 import type { Address, Hex, TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import type { Decision, Steps } from '../../core/transactions/family.js';
+import type { Decision, Steps } from '../../core/transactions/pipeline.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
@@ -38,12 +38,12 @@ import {
   wait,
   type Work,
 } from './decide.js';
-import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './errors.js';
+import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './node-errors.js';
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
 import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
 import { blockGasLimit, capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
-import { RpcError, RpcUnavailableError } from './rpc.js';
+import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
 import { untilMined, watchMined } from './watch.js';
 

@@ -1,4 +1,4 @@
-import { byNonce } from '../../core/step.js';
+import { byNonce } from '../../core/step-runner.js';
 import { claimMinedNonces } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';

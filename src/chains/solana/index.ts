@@ -1,4 +1,4 @@
-export { SolanaRequestError } from './errors.js';
+export { SolanaRequestError } from './request-error.js';
 export {
   createSolanaRpc,
   solanaRpcFrom,
@@ -8,7 +8,7 @@ export {
   type SignatureStatus,
   type Commitment,
   type RpcEndpoint,
-} from './rpc.js';
+} from './rpc-client.js';
 export { decodeSolanaTx, usesDurableNonce, MAX_TRANSACTION_SIZE, type DecodedSolanaTx, type SolanaMessage } from './transaction.js';
 export {
   prepareSolanaTx,

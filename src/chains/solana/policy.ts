@@ -1,6 +1,6 @@
 import { isAddress } from '@solana/kit';
 import { z } from 'zod';
-import { SolanaRequestError } from './errors.js';
+import { SolanaRequestError } from './request-error.js';
 import { SYSTEM_PROGRAM, type DecodedSolanaTx } from './transaction.js';
 
 // Field names and shapes follow OpenZeppelin Relayer's Solana relayer policy.

@@ -9,9 +9,9 @@ import {
   type Transaction,
   type TransactionMessageBytes,
 } from '@solana/kit';
-import { SolanaRequestError } from './errors.js';
+import { SolanaRequestError } from './request-error.js';
 import { checkSolanaPolicy, type SolanaPolicy } from './policy.js';
-import type { SolanaRpc } from './rpc.js';
+import type { SolanaRpc } from './rpc-client.js';
 import { decodeSolanaTx, MAX_TRANSACTION_SIZE, SYSTEM_PROGRAM, usesDurableNonce, type DecodedSolanaTx } from './transaction.js';
 
 /** The relayer's Solana signer (shape provided by src/signers). */

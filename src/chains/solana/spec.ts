@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineFamily } from '../../core/family.js';
+import { defineFamily } from '../../core/family-spec.js';
 import { solanaPolicySchema } from './policy.js';
 
-// The Solana family's contract (core/family.ts): what the rest of the service knows of it.
+// The Solana family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
 /** Shape B of the send route (spec 4.1): the chain module judges the encoding and the transaction itself. */
 export const solanaShape = z.object({ transaction: z.string('required').min(1, 'required') }).strict();
@@ -32,6 +32,6 @@ export const solanaSpec = defineFamily({
     schema: solanaShape,
   },
   record: { fields: ['network_type', 'from'], networkData: true },
-  load: () => import('./family.js').then((m) => m.solanaFamily),
-  direct: () => import('./direct.js').then((m) => m.solanaDirect),
+  load: () => import('./pipeline.js').then((m) => m.solanaFamily),
+  direct: () => import('./sign-and-forward.js').then((m) => m.solanaDirect),
 });

@@ -1,6 +1,6 @@
 import { getBase58Decoder, getTransactionDecoder } from '@solana/kit';
 import { JsonRpcError } from '../jsonrpc.js';
-import type { SolanaRpc } from './rpc.js';
+import type { SolanaRpc } from './rpc-client.js';
 
 /**
  * - pending: not seen yet, blockhash still valid.

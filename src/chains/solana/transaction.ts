@@ -6,7 +6,7 @@ import {
   type CompiledTransactionMessageWithLifetime,
   type Transaction,
 } from '@solana/kit';
-import { SolanaRequestError } from './errors.js';
+import { SolanaRequestError } from './request-error.js';
 
 export const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 /** Wire-format size limit of a Solana transaction (IPv6 MTU minus headers). */

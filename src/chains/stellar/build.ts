@@ -12,10 +12,10 @@ import {
   xdr,
 } from '@stellar/stellar-sdk';
 import { randomBytes } from 'node:crypto';
-import { fieldError, StellarRequestError } from './errors.js';
+import { fieldError, StellarRequestError } from './request-error.js';
 import { checkStellarPolicy, type StellarPolicy } from './policy.js';
 import type { StellarOperationSpec, StellarMemoSpec, StellarTransactionRequest } from './request.js';
-import type { RawSimulateResponse, StellarRpc } from './rpc.js';
+import type { RawSimulateResponse, StellarRpc } from './rpc-client.js';
 import { jsonToScVal } from './scval.js';
 
 /** The relayer's Stellar signer (shape provided by src/signers). */

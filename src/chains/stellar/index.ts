@@ -1,6 +1,6 @@
-export { StellarRequestError } from './errors.js';
+export { StellarRequestError } from './request-error.js';
 export { JsonRpcError, RpcUnavailableError, createJsonRpcClient, type RpcEndpoint, type JsonRpcClient } from '../jsonrpc.js';
-export { createStellarRpc, stellarRpcFrom, accountLedgerKey, type StellarRpc, type StellarAccountState } from './rpc.js';
+export { createStellarRpc, stellarRpcFrom, accountLedgerKey, type StellarRpc, type StellarAccountState } from './rpc-client.js';
 export { parseStellarRequest, stellarTransactionRequestSchema, type StellarTransactionRequest } from './request.js';
 export {
   buildFromOperations,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { StellarRequestError } from './errors.js';
+import { StellarRequestError } from './request-error.js';
 
 // Field names and shapes follow OpenZeppelin Relayer's Stellar relayer policy.
 // Of these, only min_balance and max_fee bear on a single transaction and are

@@ -1,6 +1,6 @@
 import { StrKey } from '@stellar/stellar-sdk';
 import { z } from 'zod';
-import { StellarRequestError } from './errors.js';
+import { StellarRequestError } from './request-error.js';
 
 // The Stellar send-transaction request ("shape C"), in the spec's field names: the one place its
 // field rules live (the service's shape check delegates here). Checks that need chain context

@@ -1,5 +1,5 @@
 import { nativeToScVal, StrKey, xdr } from '@stellar/stellar-sdk';
-import { fieldError } from './errors.js';
+import { fieldError } from './request-error.js';
 
 // Contract call arguments arrive as JSON. Typed single-key objects pick the
 // Soroban type ({"u32": 5}, {"i128": "-10"}, {"symbol": "transfer"},

@@ -1,7 +1,7 @@
 // Finding, on chain, the transaction that used one sequence number of an account.
 import { FeeBumpTransaction, TransactionBuilder } from '@stellar/stellar-sdk';
 import type { RecordedAtSequence } from './decide.js';
-import type { StellarRpc } from './rpc.js';
+import type { StellarRpc } from './rpc-client.js';
 
 const PAGE = 200;
 

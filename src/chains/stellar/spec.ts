@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineFamily, sharedSendFields, type RequestField } from '../../core/family.js';
-import { StellarRequestError } from './errors.js';
+import { defineFamily, sharedSendFields, type RequestField } from '../../core/family-spec.js';
+import { StellarRequestError } from './request-error.js';
 import { stellarPolicySchema } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
 
-// The Stellar family's contract (core/family.ts): what the rest of the service knows of it.
+// The Stellar family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
 const fields = {
   network: { type: { kind: 'string' }, required: true, description: 'Shape C (Stellar), required: the network name.' },
@@ -83,6 +83,6 @@ export const stellarSpec = defineFamily({
     schema: stellarShape,
   },
   record: { fields: ['network_type', 'from'], networkData: true },
-  load: () => import('./family.js').then((m) => m.stellarFamily),
-  direct: () => import('./direct.js').then((m) => m.stellarDirect),
+  load: () => import('./pipeline.js').then((m) => m.stellarFamily),
+  direct: () => import('./sign-and-forward.js').then((m) => m.stellarDirect),
 });

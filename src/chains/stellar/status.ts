@@ -1,5 +1,5 @@
 import { xdr } from '@stellar/stellar-sdk';
-import type { StellarRpc } from './rpc.js';
+import type { StellarRpc } from './rpc-client.js';
 
 export type StellarTxStatus =
   | { status: 'pending' }

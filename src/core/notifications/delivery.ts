@@ -1,7 +1,6 @@
 import type { Delivery, DeliveryStatus } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
-import { slot } from '../state.js';
 import { createPoster, type Poster, type PostResult } from './send.js';
 import { signatureHeaders } from './signature.js';
 
@@ -23,9 +22,6 @@ const BLOCKER = `CASE WHEN d.transaction_id IS NOT NULL THEN (
     WHERE e.relayer_id = d.relayer_id AND e.transaction_id IS NULL AND e.seq < d.seq AND e.notification_id = d.notification_id AND e.status = 'pending'
     ORDER BY e.seq LIMIT 1) END`;
 
-/** Whether a notification has been seen: from then on every claim is made (one deleted later only costs a claim). */
-const TARGETS = slot('webhook targets seen', () => ({ seen: false }));
-
 /**
  * Claims up to `limit` sendable deliveries in one statement whose cost does not grow with the
  * number pending: per target with room (fewer than PER_TARGET in flight), its few earliest due
@@ -34,7 +30,7 @@ const TARGETS = slot('webhook targets seen', () => ({ seen: false }));
  * every claim); recordOutcome makes the next row of a stream due once its predecessor is done.
  */
 export async function claimDeliveries(
-  rt: Pick<Runtime, 'prisma' | 'instanceId' | 'state'>,
+  rt: Pick<Runtime, 'prisma' | 'instanceId' | 'held'>,
   limit: number,
   leaseMs: number,
   /** Targets resting after failures (TargetPauses): none of their rows is looked at. */
@@ -42,7 +38,8 @@ export async function claimDeliveries(
 ): Promise<{ claimed: string[]; parked: number }> {
   // Deliveries go with their notification, so until one exists there is nothing to claim. Most of
   // the claim's cost is parsing and planning it, which this look saves a service without webhooks.
-  const targets = rt.state(TARGETS);
+  // One deleted later only costs a claim.
+  const targets = rt.held.webhookTargets;
   if (!targets.seen) {
     if (!(await rt.prisma.notification.findFirst({ select: { id: true } }))) return { claimed: [], parked: 0 };
     targets.seen = true;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Commit, Statement } from '../../db/client.js';
 import type { Runtime } from '../runtime.js';
+import type { FamilySpecs } from '../registry.js';
 import { transactionRecord } from '../transactions/record.js';
 
 type Tx = Prisma.TransactionClient;
@@ -59,10 +60,10 @@ async function enqueue(tx: Tx, notificationId: string | null, relayerId: string,
   queuedIn.add(tx);
 }
 
-export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
+export async function emitTransactionUpdate(families: FamilySpecs, tx: Tx, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
   await enqueue(tx, relayer.notificationId, relayer.id, transaction.id, 'transaction_update', {
     payload_type: 'transaction',
-    ...transactionRecord(transaction),
+    ...transactionRecord(families, transaction),
   });
 }
 
@@ -71,13 +72,16 @@ export async function emitTransactionUpdate(tx: Tx, relayer: Pick<Relayer, 'id' 
  * seq orders the sends), to run in the database transaction that writes the changes; null when no
  * change has a notification to go to. After that transaction commits, wake the sender.
  */
-export function transactionUpdates(updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[]): Statement | null {
+export function transactionUpdates(
+  families: FamilySpecs,
+  updates: { relayer: Pick<Relayer, 'id' | 'notificationId'>; transaction: Transaction }[],
+): Statement | null {
   const data = updates
     .filter((u) => u.relayer.notificationId)
     .map(({ relayer, transaction }, n) => {
       const id = randomUUID();
       const event = 'transaction_update';
-      const payload = { payload_type: 'transaction', ...transactionRecord(transaction) };
+      const payload = { payload_type: 'transaction', ...transactionRecord(families, transaction) };
       const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
       return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body, n };
     });

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Prisma, Delivery, DeliveryStatus, Notification } from '../../generated/prisma/client.js';
-import { conflict, invalid, notFound, notificationNotFound } from '../errors.js';
+import { conflict, invalid, notFound, notificationNotFound } from '../domain-error.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { paged, toPage } from '../page.js';
 import { checkWebhookUrl } from './url.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export async function getNotification(rt: Runtime, id: string): Promise<Notification> {
   const n = await rt.prisma.notification.findUnique({ where: { id } });

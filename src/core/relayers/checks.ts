@@ -2,9 +2,8 @@ import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
-import { familyOf } from '../transactions/family.js';
-import type { NetworkType } from './policies.js';
-import { RelayerCheckError } from '../../core/errors.js';
+import type { NetworkType } from '../registry.js';
+import { RelayerCheckError } from '../domain-error.js';
 
 export { RelayerCheckError };
 
@@ -21,7 +20,7 @@ export const checkBackoffMs = (attempts: number) => Math.min(BACKOFF_MAX_MS, BAC
  * it. A change of state queues the relayer_state_update event in the same database transaction.
  */
 export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relayer> {
-  const family = familyOf(relayer.networkType as NetworkType);
+  const family = rt.families.pipeline(relayer.networkType as NetworkType);
   let failure: { type: string; details: string } | null = null;
   try {
     await family?.checkRelayer?.(rt, relayer);

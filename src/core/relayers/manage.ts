@@ -1,13 +1,12 @@
 import { z } from 'zod';
-import { networkKey } from '../../config/load.js';
-import { relayerEntry } from '../../config/schema.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { describeIssues } from '../../lib/validate.js';
-import { conflict, invalid, isDomainError, unavailable } from '../errors.js';
+import { conflict, invalid, isDomainError, unavailable } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import { signerFor } from '../signers.js';
-import { familyOf } from '../transactions/family.js';
 import { FINAL_STATUSES } from '../transactions/service.js';
+import { networkKey } from '../networks.js';
+import { relayerEntry } from './entry.js';
 import { parsePolicies } from './policies.js';
 import { getRelayer } from './service.js';
 
@@ -33,7 +32,7 @@ const relayerId = z
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 
 // The config file's relayer entry, with the id optional (a new UUID) as the reference has it.
-const createEntry = relayerEntry.extend({ id: relayerId.optional() }).strict();
+const createEntry = (rt: Runtime) => relayerEntry(rt.families.types).extend({ id: relayerId.optional() }).strict();
 
 const snake = (i: CreateRelayerInput) =>
   Object.fromEntries(
@@ -52,12 +51,12 @@ const snake = (i: CreateRelayerInput) =>
 
 /** Validated as a config file entry is; the address is the signer's for the relayer's chain family. */
 export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Promise<Relayer> {
-  const parsed = createEntry.safeParse(snake(input));
+  const parsed = createEntry(rt).safeParse(snake(input));
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const e = parsed.data;
   const id = e.id ?? crypto.randomUUID();
   if (!rt.config.networks.has(networkKey(e.network_type, e.network))) throw invalid(`network: unknown ${e.network_type} network "${e.network}"`);
-  const policies = parsePolicies(e.network_type, e.policies ?? {});
+  const policies = parsePolicies(rt.families.spec(e.network_type), e.policies ?? {});
   if (!policies.ok) throw invalid(describeIssues(policies.error, 'policies'));
   if (e.notification_id && !(await rt.prisma.notification.findUnique({ where: { id: e.notification_id }, select: { id: true } }))) {
     throw invalid(`notification_id: unknown notification "${e.notification_id}"`);
@@ -118,7 +117,7 @@ export interface RelayerBalance {
 /** The relayer account's balance on chain, in the chain's smallest unit. */
 export async function relayerBalance(rt: Runtime, id: string, relayer?: Relayer): Promise<RelayerBalance> {
   const r = relayer ?? (await getRelayer(rt, id));
-  const family = familyOf(r.networkType);
+  const family = rt.families.pipeline(r.networkType);
   if (!family) throw invalid(`network_type: ${r.networkType} is not served`);
   try {
     return await family.balance(rt, r);
@@ -163,7 +162,7 @@ async function nextNonce(rt: Runtime, relayer: Relayer): Promise<bigint | null> 
   if (relayer.networkType === 'solana') return null;
   if (relayer.nextNonce !== null) return relayer.nextNonce;
   try {
-    return await familyOf(relayer.networkType)!.chainNonce(rt, relayer);
+    return await rt.families.pipeline(relayer.networkType)!.chainNonce(rt, relayer);
   } catch (e) {
     if (isDomainError(e)) throw e;
     throw unavailable(`relayer ${relayer.id}: the nonce could not be read from the network: ${(e as Error).message}`);

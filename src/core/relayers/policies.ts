@@ -1,12 +1,11 @@
 import type { z } from 'zod';
-import { specOf, type NetworkType } from '../../chains/families.js';
+import type { FamilySpec } from '../family-spec.js';
 
-export type { NetworkType };
 // Each family's policy schema lives in its folder (chains/<family>/spec.ts).
 
 /** Validates a policy object for a family; returns it in storable form (bigints as decimal strings). */
-export function parsePolicies(type: NetworkType, raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; error: z.ZodError } {
-  const result = specOf(type).policy.schema.safeParse(raw ?? {});
+export function parsePolicies(family: FamilySpec, raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; error: z.ZodError } {
+  const result = family.policy.schema.safeParse(raw ?? {});
   if (!result.success) return { ok: false, error: result.error };
   return { ok: true, value: toStorable(result.data) as Record<string, unknown> };
 }

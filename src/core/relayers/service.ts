@@ -1,13 +1,11 @@
 import { z } from 'zod';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
-import { invalid, relayerNotFound } from '../errors.js';
+import { invalid, relayerNotFound } from '../domain-error.js';
 import { describeIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
-import { slot } from '../state.js';
-import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../page.js';
-import { parsePolicies, type NetworkType } from './policies.js';
+import { parsePolicies } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 
 const RELAYERS_BY_ID = `SELECT ${columnsAs(Object.values(Prisma.RelayerScalarFieldEnum))} FROM relayers WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
@@ -25,17 +23,13 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
-// Relayers as last read, per runtime; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
-const SNAPSHOT_IDLE_MS = 10 * 60_000;
-const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
-
 /**
  * The relayer as last read here (`fresh`: read it now). Only for work whose write checks the row's
  * updated_at under its lock (the send path), so a change made anywhere is never missed: a snapshot
  * that is behind only costs another read. It spares a read per request under load.
  */
 export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
-  const byId = rt.state(SNAPSHOTS);
+  const byId = rt.held.relayerSnapshots;
   const known = fresh ? undefined : byId.get(id);
   if (known) return known;
   const relayer = await getRelayer(rt, id);
@@ -93,7 +87,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   if (i.policies !== undefined) {
     // A policy object updates the fields it names; null clears every policy. Only the fields given
     // are validated: the stored ones were checked when set, and are kept in storable form.
-    const result = parsePolicies(relayer.networkType as NetworkType, i.policies ?? {});
+    const result = parsePolicies(rt.families.spec(relayer.networkType), i.policies ?? {});
     if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from '../../generated/prisma/client.js';
 import { claimRow, LEASE_MS, release } from '../../db/lease.js';
-import { conflict, invalid } from '../errors.js';
+import { conflict, invalid } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
-import type { NetworkType } from '../relayers/policies.js';
+import type { NetworkType } from '../registry.js';
 import { getRelayer } from '../relayers/service.js';
-import { familyOf } from './family.js';
 import { FINAL_STATUSES, getTransaction } from './service.js';
 import { parseShape } from './shapes.js';
 
@@ -39,7 +38,7 @@ function refuseFinal(tx: Transaction, action: 'cancel' | 'replace') {
 export async function cancelTransaction(rt: Runtime, relayerId: string, id: string): Promise<Transaction> {
   const tx = await getTransaction(rt, id, relayerId);
   refuseFinal(tx, 'cancel');
-  const family = familyOf(tx.networkType as NetworkType);
+  const family = rt.families.pipeline(tx.networkType as NetworkType);
   if (!family?.cancel) throw invalid(`${tx.networkType} transactions cannot be canceled`);
   return withLease(rt, id, (leased, owner) => {
     refuseFinal(leased, 'cancel');
@@ -53,9 +52,9 @@ export async function replaceTransaction(rt: Runtime, relayerId: string, id: str
   const relayer = await getRelayer(rt, relayerId);
   refuseFinal(tx, 'replace');
   const type = tx.networkType as NetworkType;
-  const family = familyOf(type);
+  const family = rt.families.pipeline(type);
   if (!family?.replace) throw invalid(`${type} transactions cannot be replaced`);
-  const request = parseShape(type, input);
+  const request = parseShape(rt.families, type, input);
   const accepted = await family.accept(rt, relayer, request as never);
   return withLease(rt, id, (leased, owner) => {
     refuseFinal(leased, 'replace');

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { slot } from '../state.js';
 import { insertTransactions } from './store.js';
-import type { NetworkType } from '../relayers/policies.js';
-import type { Accepted } from './family.js';
+import type { NetworkType } from '../registry.js';
+import type { Accepted } from './pipeline.js';
 
 export interface Intake {
   /** The relayer as the request was checked against; the insert refuses it if the row changed since. */
@@ -48,22 +47,20 @@ export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
   });
 }
 
-interface Queue {
+export interface IntakeQueue {
   relayerId: string;
   items: Waiting[];
   running: boolean;
 }
-/** The queue of each relayer with requests waiting; a queue is dropped once drained. */
-const QUEUES = slot('intake queues', () => new Map<string, Queue>());
 
-function queueOf(rt: Runtime, relayerId: string): Queue {
-  const byRelayer = rt.state(QUEUES);
+function queueOf(rt: Runtime, relayerId: string): IntakeQueue {
+  const byRelayer = rt.held.intake;
   let q = byRelayer.get(relayerId);
   if (!q) byRelayer.set(relayerId, (q = { relayerId, items: [], running: false }));
   return q;
 }
 
-async function drain(rt: Runtime, q: Queue) {
+async function drain(rt: Runtime, q: IntakeQueue) {
   while (q.items.length > 0) {
     await rt.roomForSends();
     const batch = q.items.splice(0, checkedTogether(q.items));
@@ -89,7 +86,7 @@ async function drain(rt: Runtime, q: Queue) {
     }
   }
   q.running = false;
-  rt.state(QUEUES).delete(q.relayerId);
+  rt.held.intake.delete(q.relayerId);
 }
 
 /** New rows go to this instance's worker, leased to it when written (else any worker claims them). */

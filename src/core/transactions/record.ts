@@ -1,5 +1,5 @@
-import { isNetworkType, specOf } from '../../chains/families.js';
-import type { FamilySpec, RecordColumn } from '../family.js';
+import type { FamilySpec, RecordColumn } from '../family-spec.js';
+import type { FamilySpecs } from '../registry.js';
 import type { Transaction } from '../../generated/prisma/client.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -29,7 +29,7 @@ const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], 
  * system's field names: the common fields, then those the transaction's family lists
  * (chains/<family>/spec.ts): EVM records the EVM fields, the other families their network data.
  */
-export function transactionRecord(tx: Transaction): Record<string, unknown> {
+export function transactionRecord(families: FamilySpecs, tx: Transaction): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: tx.id,
     relayer_id: tx.relayerId,
@@ -41,7 +41,7 @@ export function transactionRecord(tx: Transaction): Record<string, unknown> {
     valid_until: iso(tx.validUntil),
     hash: tx.hash,
   };
-  const record = isNetworkType(tx.networkType) ? specOf(tx.networkType).record : unknownFamily;
+  const record = families.has(tx.networkType) ? families.spec(tx.networkType).record : unknownFamily;
   for (const k of record.fields) out[k] = COLUMNS[k](tx);
   return record.networkData ? { ...out, ...(publicState(tx) ?? {}) } : out;
 }

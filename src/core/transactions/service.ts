@@ -1,17 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../errors.js';
+import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
-import type { NetworkType } from '../relayers/policies.js';
+import type { NetworkType } from '../registry.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
 import { canonicalJson } from '../../lib/json.js';
 import { once } from '../../lib/once.js';
 import { paged, toPage, type PageAsk } from '../page.js';
-import { familyOf } from './family.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
 import { countTransactions, publishTransaction, readPage, readTransaction } from './store.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
@@ -92,7 +91,7 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
     throw invalid('Idempotency-Key: must be 1 to 255 visible ASCII characters');
   }
   const type = relayer.networkType as NetworkType;
-  const request = parseShape(type, input);
+  const request = parseShape(rt.families, type, input);
   const digest = requestDigest(input);
   if (idempotencyKey) {
     const previous = await replay(rt, relayerId, idempotencyKey, digest);
@@ -103,7 +102,7 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
     const reason = relayer.disabledReason as { type?: string; details?: string } | null;
     throw invalid(`relayer ${relayerId} is disabled${reason?.details ? `: ${reason.details}` : ''}`);
   }
-  const family = familyOf(type);
+  const family = rt.families.pipeline(type);
   if (!family) throw invalid(`${type} relayers cannot send transactions on this service`);
   const accepted = await family.accept(rt, relayer, request as never);
 

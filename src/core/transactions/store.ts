@@ -9,8 +9,8 @@ import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
-import { slot } from '../state.js';
 import { transactionUpdates, writeReporting } from '../notifications/events.js';
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
@@ -140,7 +140,7 @@ const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
  * offsets from `base`: none is written when it returns none.
  */
 export async function insertTransactions(
-  rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
+  rt: Pick<Runtime, 'db' | 'wakeDeliveries'> & { families: FamilySpecs },
   rows: NewTransaction[],
   opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement },
 ): Promise<Transaction[]> {
@@ -158,7 +158,13 @@ export async function insertTransactions(
       const filled = byId.get(r.id);
       return filled ? [writtenRow(r, filled, opts.leaseOwner ?? null)] : [];
     });
-    return { result: written, deliveries: transactionUpdates(written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction }))) };
+    return {
+      result: written,
+      deliveries: transactionUpdates(
+        rt.families,
+        written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+      ),
+    };
   });
 }
 
@@ -175,17 +181,16 @@ export function claimTransactions(rt: Runtime, limit: number): Promise<Transacti
 }
 
 /**
- * The latest version of each in-flight row this runtime saved, for the mined-nonce claim: it reads
+ * The latest version of each in-flight row this runtime saved (rt.held.savedRows), for the mined-nonce claim: it reads
  * back a row's version (updated_at, set by every save) and the columns other statements change,
  * instead of every column (on PGlite, claiming whole rows cost about 95 µs of CPU a row, these
  * columns about 55). A row saved since by anyone else has another updated_at and is read in full.
  * Bounded: the oldest entries go first.
  */
-const SAVED = slot('saved in-flight transaction rows', () => new Map<string, Transaction>());
 const SAVED_MAX = 10_000;
 
 function remember(rt: Runtime, row: Transaction) {
-  const saved = rt.state(SAVED);
+  const saved = rt.held.savedRows;
   saved.delete(row.id);
   if (row.dueAt === null) return;
   saved.set(row.id, row);
@@ -211,7 +216,7 @@ export async function claimMinedNonces(rt: Runtime, relayerId: string, from: big
     [relayerId, from.toString(), below.toString(), rt.instanceId, String(LEASE_MS)],
     { prepare: true },
   );
-  const saved = rt.state(SAVED);
+  const saved = rt.held.savedRows;
   const rows: Transaction[] = [];
   const unknown: string[] = [];
   for (const c of claimed) {
@@ -408,6 +413,7 @@ export async function saveTransactions(rt: Runtime, owner: string, changes: Tran
       reported.push(after);
     }
     const deliveries = transactionUpdates(
+      rt.families,
       reported.map((transaction) => ({ relayer: { id: transaction.relayerId, notificationId: notificationOf.get(transaction.id)! }, transaction })),
     );
     return { result: reported, deliveries };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { EvmContext } from '../../../src/chains/evm/context.js';
 import { untilMined, watchMined } from '../../../src/chains/evm/watch.js';
-import type { Runtime } from '../../../src/core/runtime.js';
+import { createHeld, type Runtime } from '../../../src/core/runtime.js';
 import { createState } from '../../../src/core/state.js';
 import { openDatabase } from '../../../src/db/client.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
@@ -86,6 +86,7 @@ async function rowsAt(nonces: bigint[], opts: { unsigned?: bigint[]; leased: big
     db,
     prisma: db.prisma,
     instanceId: 'w',
+    held: createHeld(),
     state: createState(),
     log: { debug() {} },
     handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),

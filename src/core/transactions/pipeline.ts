@@ -1,6 +1,6 @@
 import type { Prisma, Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { FAMILIES, type NetworkType } from '../../chains/families.js';
+import type { NetworkType } from '../../chains/list.js';
 import type { ShapeOf } from './shapes.js';
 import type { NewTransaction, TransactionPatch } from './store.js';
 
@@ -42,7 +42,7 @@ export interface Decision<E extends Effect = Effect> {
 }
 
 /**
- * A family's half of a step, for one relayer's rows at a time; the core worker (core/step.ts)
+ * A family's half of a step, for one relayer's rows at a time; the core worker (core/step-runner.ts)
  * runs every family in the same order: observe -> decide -> write what will be sent -> perform ->
  * record -> save with the next due time. Only observe and perform touch the world; decide and
  * record are pure, and no family writes a transaction row itself.
@@ -86,22 +86,4 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   replace?(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction>;
   /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
-}
-
-/** Every family's pipeline by network type. */
-export type Families = ReadonlyMap<string, ChainFamily>;
-
-// Code, not state: the pipelines of the listed families (chains/families.ts), imported once per
-// process and the same for every runtime.
-let pipelines: Families | undefined;
-
-/** Imports every family's pipeline (its spec's `load`); start-up awaits this before anything runs. */
-export async function loadFamilies(): Promise<Families> {
-  pipelines ??= new Map(await Promise.all(FAMILIES.map(async (spec) => [spec.type, (await spec.load()) as ChainFamily] as const)));
-  return pipelines;
-}
-
-export function familyOf(type: string): ChainFamily | undefined {
-  if (!pipelines) throw new Error('the chain families are not loaded yet (loadFamilies at start-up)');
-  return pipelines.get(type);
 }

@@ -1,5 +1,5 @@
 import { decodeErrorResult, type Hex } from 'viem';
-import { RpcError, RpcUnavailableError } from './rpc.js';
+import { RpcError, RpcUnavailableError } from './rpc-client.js';
 
 /** What a node's refusal of eth_sendRawTransaction means for the pipeline. */
 export type BroadcastVerdict =

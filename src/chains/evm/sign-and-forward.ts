@@ -1,12 +1,12 @@
 // Signing without sending (EIP-191 messages, EIP-712 digests) and the JSON-RPC passthrough, for EVM
-// relayers: the EVM half of core/relayers/direct.ts.
+// relayers: the EVM half of core/relayers/sign-and-forward.ts.
 import { concat, keccak256, type Hex } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
-import { invalid } from '../../core/errors.js';
+import { signerKey } from '../../core/signers.js';
+import { invalid } from '../../core/domain-error.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers/direct.js';
-import { RPC_CODES, unreachable } from '../../core/relayers/rpc.js';
+import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers/sign-and-forward.js';
+import { RPC_CODES, unreachable } from '../../core/relayers/rpc-rules.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { rpcEndpoints, rpcFor } from './context.js';
 

@@ -1,16 +1,16 @@
 // Signing without sending (messages, transactions) and the JSON-RPC passthrough, for Solana
-// relayers: the Solana half of core/relayers/direct.ts.
+// relayers: the Solana half of core/relayers/sign-and-forward.ts.
 import { getBase58Decoder, getBase64Decoder, getTransactionEncoder, type Address, type SignatureBytes, type Transaction } from '@solana/kit';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
-import { invalid } from '../../core/errors.js';
+import { signerKey } from '../../core/signers.js';
+import { invalid } from '../../core/domain-error.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps } from '../../core/relayers/direct.js';
+import type { DirectOps } from '../../core/relayers/sign-and-forward.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
-import { clientCache, endpointsOf } from '../step.js';
-import { SolanaRequestError } from './errors.js';
+import { clientCache, endpointsOf } from '../plumbing.js';
+import { SolanaRequestError } from './request-error.js';
 import { checkSolanaPolicy, solanaPolicySchema } from './policy.js';
 import { decodeSolanaTx } from './transaction.js';
 

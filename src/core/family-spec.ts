@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { SignerKind } from '../signers/index.js';
-import type { DirectOps } from './relayers/direct.js';
+import type { DirectOps } from './relayers/sign-and-forward.js';
 
 // The contract of a chain family: what the rest of the service needs to know about it to offer it
 // (network type, config, policies, send request, record, signer), without its pipeline. Each family
@@ -83,7 +83,7 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
   record: { fields: readonly RecordColumn[]; networkData?: boolean };
   /** The pipeline (ChainFamily), loaded once at start-up. */
   load(): Promise<object>;
-  /** Signing without sending and the JSON-RPC passthrough (core/relayers/direct.ts), loaded on first use. */
+  /** Signing without sending and the JSON-RPC passthrough (core/relayers/sign-and-forward.ts), loaded on first use. */
   direct?(): Promise<DirectOps>;
 }
 

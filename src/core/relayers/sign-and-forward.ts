@@ -1,13 +1,12 @@
 import type { Relayer } from '../../generated/prisma/client.js';
-import { specOf } from '../../chains/families.js';
-import { invalid } from '../errors.js';
+import { invalid } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
 import { getRelayer } from './service.js';
-import { answerRpc, type RpcBody } from './rpc.js';
+import { answerRpc, type RpcBody } from './rpc-rules.js';
 
 // Acting as a relayer without sending anything: signing a message, typed data or a transaction the
 // caller submits itself, and the JSON-RPC passthrough to the relayer's nodes. Each chain family does
-// its part in its folder (chains/<family>/direct.ts), reached through its spec's `direct`.
+// its part in its folder (chains/<family>/sign-and-forward.ts), reached through its spec's `direct`.
 
 /** A message signature: EVM `{r, s, v, sig}` (hex without 0x, v 27 or 28), ed25519 `{signature, public_key}`. */
 export type MessageSignature = { kind: 'evm'; r: string; s: string; v: number; sig: string } | { kind: 'ed25519'; signature: string; publicKey: string };
@@ -40,8 +39,8 @@ export interface DirectOps {
   };
 }
 
-async function opsOf(relayer: Relayer): Promise<DirectOps | undefined> {
-  return specOf(relayer.networkType).direct?.();
+async function opsOf(rt: Runtime, relayer: Relayer): Promise<DirectOps | undefined> {
+  return rt.families.spec(relayer.networkType).direct?.();
 }
 
 /** The relayer, refused (400) while paused or disabled: such a relayer signs and forwards nothing. */
@@ -55,12 +54,13 @@ async function activeRelayer(rt: Runtime, id: string): Promise<Relayer> {
   return relayer;
 }
 
-const notSupported = (what: string, relayer: Relayer) => invalid(`${what} is not supported for ${specOf(relayer.networkType).label} relayers`);
+const notSupported = (rt: Runtime, what: string, relayer: Relayer) =>
+  invalid(`${what} is not supported for ${rt.families.spec(relayer.networkType).label} relayers`);
 
 export async function signMessage(rt: Runtime, relayerId: string, message: string): Promise<MessageSignature> {
   const relayer = await activeRelayer(rt, relayerId);
-  const ops = await opsOf(relayer);
-  if (!ops?.signMessage) throw notSupported('signing a message', relayer);
+  const ops = await opsOf(rt, relayer);
+  if (!ops?.signMessage) throw notSupported(rt, 'signing a message', relayer);
   return ops.signMessage(rt, relayer, message);
 }
 
@@ -73,22 +73,22 @@ export async function signTypedData(rt: Runtime, relayerId: string, input: { dom
   ].filter(Boolean);
   if (issues.length) throw invalid(issues.join('; '));
   const relayer = await activeRelayer(rt, relayerId);
-  const ops = await opsOf(relayer);
-  if (!ops?.signTypedData) throw notSupported('signing typed data', relayer);
+  const ops = await opsOf(rt, relayer);
+  if (!ops?.signTypedData) throw notSupported(rt, 'signing typed data', relayer);
   return ops.signTypedData(rt, relayer, input);
 }
 
 export async function signTransaction(rt: Runtime, relayerId: string, input: SignTransactionInput): Promise<SignedTransaction> {
   const relayer = await activeRelayer(rt, relayerId);
-  const ops = await opsOf(relayer);
-  if (!ops?.signTransaction) throw notSupported('signing a transaction without sending it', relayer);
+  const ops = await opsOf(rt, relayer);
+  if (!ops?.signTransaction) throw notSupported(rt, 'signing a transaction without sending it', relayer);
   return ops.signTransaction(rt, relayer, input);
 }
 
 /** A JSON-RPC 2.0 request or batch for the relayer's nodes: the JSON-RPC answer (object or array). */
 export async function relayerRpc(rt: Runtime, relayerId: string, body: unknown): Promise<unknown> {
   const relayer = await activeRelayer(rt, relayerId);
-  const ops = await opsOf(relayer);
-  if (!ops) throw notSupported('the JSON-RPC passthrough', relayer);
+  const ops = await opsOf(rt, relayer);
+  if (!ops) throw notSupported(rt, 'the JSON-RPC passthrough', relayer);
   return answerRpc(body as RpcBody, ops.rpc, (calls) => ops.rpc.forward(rt, relayer, calls));
 }

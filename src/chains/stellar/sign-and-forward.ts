@@ -1,16 +1,16 @@
 // Signing without sending (SEP-53 messages, transaction envelopes) and the JSON-RPC passthrough, for
-// Stellar relayers: the Stellar half of core/relayers/direct.ts.
+// Stellar relayers: the Stellar half of core/relayers/sign-and-forward.ts.
 import { createHash } from 'node:crypto';
 import { TransactionBuilder } from '@stellar/stellar-sdk';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { signerKey } from '../../config/signers.js';
-import { invalid } from '../../core/errors.js';
+import { signerKey } from '../../core/signers.js';
+import { invalid } from '../../core/domain-error.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps } from '../../core/relayers/direct.js';
+import type { DirectOps } from '../../core/relayers/sign-and-forward.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
-import { clientCache, endpointsOf } from '../step.js';
+import { clientCache, endpointsOf } from '../plumbing.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
   const signer = rt.signers.get(signerKey(relayer.signerId, 'stellar'));

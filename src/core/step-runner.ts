@@ -4,12 +4,10 @@
 //   decided again) -> ... -> save with the next due time, giving the leases back.
 // Families decide and perform; only this file writes their rows (transactions/store.ts).
 import type { Relayer, Transaction } from '../generated/prisma/client.js';
-import type { Decision, Effect, Steps } from './transactions/family.js';
-import { familyOf } from './transactions/family.js';
+import type { Decision, Effect, Steps } from './transactions/pipeline.js';
 import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
 import { readRelayers } from './relayers/service.js';
 import type { Runtime } from './runtime.js';
-import { slot } from './state.js';
 import { once } from '../lib/once.js';
 
 /** A step that keeps asking for effects is cut off after this many rounds (each row is looked at again later). */
@@ -47,7 +45,7 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: (
     await Promise.all(
       [...groups].map(async ([relayerId, group]) => {
         const relayer = relayers.get(relayerId);
-        const family = familyOf(group[0].networkType);
+        const family = rt.families.pipeline(group[0].networkType);
         const groupSent = once(() => --sending === 0 && sent());
         try {
           if (!relayer || !family) throw new Error(`no ${relayer ? `chain family "${group[0].networkType}"` : `relayer ${relayerId}`}`);
@@ -75,8 +73,6 @@ export async function stepTransactions(rt: Runtime, rows: Transaction[], sent: (
 // step has sent and its effects only wait on the chain (Effect.waits); whatever such a step sends
 // after that (rarely: a transaction moved to a new nonce) goes out after later steps' sends, as a
 // retry would.
-// Per relayer: a promise that settles once every step begun so far has ended its turn.
-const ENDED = slot('steps begun per relayer', () => new Map<string, Promise<void>>());
 
 interface Turn {
   /** Settles once every step of the relayer begun before this one has ended its turn. */
@@ -86,7 +82,7 @@ interface Turn {
 }
 
 function takeTurn(rt: Runtime, relayerId: string): Turn {
-  const ended = rt.state(ENDED);
+  const ended = rt.held.stepTurns;
   const before = ended.get(relayerId) ?? Promise.resolve();
   let end!: () => void;
   const own = new Promise<void>((resolve) => (end = resolve));

@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { DomainError, type ErrorKind } from '../../core/errors.js';
+import { DomainError, type ErrorKind } from '../../core/domain-error.js';
 import type { Logger } from '../../lib/log.js';
 
 /** The codes of typed errors (extensions.code); src/api/rest/status.ts gives each its HTTP status. */

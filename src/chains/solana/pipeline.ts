@@ -1,20 +1,20 @@
 // The Solana chain family: accepts shape B requests (a transaction whose fee payer is the
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
-import type { Network } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid } from '../../core/errors.js';
-import { RelayerCheckError } from '../../core/errors.js';
-import type { ChainFamily, Steps } from '../../core/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+import { invalid } from '../../core/domain-error.js';
+import { RelayerCheckError } from '../../core/domain-error.js';
+import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { SolanaSigner } from '../../signers/index.js';
-import { rpcObserver } from '../../metrics/rpc.js';
-import { clientCache, contextForCheck, endpointsOf } from '../step.js';
-import { SolanaRequestError } from './errors.js';
+import { rpcObserver } from '../../metrics/rpc-observer.js';
+import { clientCache, contextForCheck, endpointsOf } from '../plumbing.js';
+import { SolanaRequestError } from './request-error.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
-import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc.js';
+import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc-client.js';
 import {
   decideSolana,
   FINAL,

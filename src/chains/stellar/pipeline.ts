@@ -1,23 +1,23 @@
 // The Stellar chain family: accepts shape C requests and works each transaction through
 // sign -> send -> track, with the relayer's sequence numbers allocated like EVM nonces.
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
-import type { Network } from '../../config/load.js';
-import { signerKey } from '../../config/signers.js';
+import type { Network } from '../../core/networks.js';
+import { signerKey } from '../../core/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { freeNonceOfFinal } from '../../core/transactions/store.js';
-import { invalid } from '../../core/errors.js';
-import { RelayerCheckError } from '../../core/errors.js';
+import { invalid } from '../../core/domain-error.js';
+import { RelayerCheckError } from '../../core/domain-error.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
-import type { ChainFamily, Steps } from '../../core/transactions/family.js';
-import { DEFAULT_VALIDITY_MS } from '../../core/family.js';
+import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
+import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
 import { findNetwork, type Runtime } from '../../core/runtime.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } from './build.js';
-import { StellarRequestError } from './errors.js';
+import { StellarRequestError } from './request-error.js';
 import { stellarPolicySchema, type StellarPolicy } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
 import { JsonRpcError } from '../jsonrpc.js';
-import { createStellarRpc, type StellarRpc } from './rpc.js';
+import { createStellarRpc, type StellarRpc } from './rpc-client.js';
 import {
   checkOrder,
   decideStellar,
@@ -34,9 +34,9 @@ import {
   type StellarState,
 } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
-import { rpcObserver } from '../../metrics/rpc.js';
+import { rpcObserver } from '../../metrics/rpc-observer.js';
 import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp } from './status.js';
-import { clientCache, contextForCheck, endpointsOf, long } from '../step.js';
+import { clientCache, contextForCheck, endpointsOf, long } from '../plumbing.js';
 
 interface Ctx {
   rt: Runtime;

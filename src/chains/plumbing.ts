@@ -1,7 +1,7 @@
-// Plumbing shared by the non-EVM chain families (Stellar, Solana); the core (core/step.ts) writes their rows.
-import type { RpcEndpoint } from '../config/load.js';
+// Plumbing shared by the non-EVM chain families (Stellar, Solana); the core (core/step-runner.ts) writes their rows.
+import type { RpcEndpoint } from '../core/networks.js';
 import type { Relayer } from '../generated/prisma/client.js';
-import { RelayerCheckError } from '../core/errors.js';
+import { RelayerCheckError } from '../core/domain-error.js';
 import type { Runtime } from '../core/runtime.js';
 import { slot } from '../core/state.js';
 import { ExpiringMap } from '../lib/expiring.js';

@@ -1,5 +1,5 @@
 // The one error type domain and chain code throws. It knows nothing of GraphQL or HTTP: the
-// GraphQL layer maps `kind` to extensions.code (src/api/graphql/errors.ts) and the REST adapter maps
+// GraphQL layer maps `kind` to extensions.code (src/api/graphql/app-error.ts) and the REST adapter maps
 // those codes to HTTP statuses and the spec's messages (src/api/rest/status.ts).
 
 export type ErrorKind =

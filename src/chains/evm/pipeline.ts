@@ -1,15 +1,15 @@
 import type { Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
-import { invalid, unavailable } from '../../core/errors.js';
-import { RelayerCheckError } from '../../core/errors.js';
-import type { Accepted, ChainFamily } from '../../core/transactions/family.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
+import { RelayerCheckError } from '../../core/domain-error.js';
+import type { Accepted, ChainFamily } from '../../core/transactions/pipeline.js';
 import { FINAL_STATUSES } from '../../core/transactions/service.js';
 import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
 import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
 import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
-import { RpcUnavailableError } from './rpc.js';
+import { RpcUnavailableError } from './rpc-client.js';
 import { evmSteps } from './steps.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 

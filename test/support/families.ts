@@ -1,0 +1,10 @@
+// The chain families this service lists (src/chains/list.ts), as the composition root hands them
+// out, and what derives from them: for tests that build a part without starting a service.
+import { buildSchema } from '../../src/api/graphql/schema.js';
+import { restRoutes } from '../../src/api/rest/routes.js';
+import { FAMILY_SPECS } from '../../src/chains/list.js';
+import { familySpecs } from '../../src/core/registry.js';
+
+export const families = familySpecs(FAMILY_SPECS);
+export const schema = buildSchema(families);
+export const routes = restRoutes(families);
