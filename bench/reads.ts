@@ -216,7 +216,7 @@ async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?
 const big = (_: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 /** n transactions of the bench relayer (a third confirmed) and n/10 of another, by plain SQL. */
-async function seed(query: (sql: string, params?: unknown[]) => Promise<unknown[]>, n: number) {
+export async function seed(query: (sql: string, params?: unknown[]) => Promise<unknown[]>, n: number) {
   const insert = (relayer: string, count: number, from = 0) =>
     query(
       `INSERT INTO transactions (id, relayer_id, network_type, status, created_at, updated_at, sent_at, hash, hashes, "from", "to", value, data,
