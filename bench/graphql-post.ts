@@ -7,21 +7,16 @@
 // the service process's CPU time per request (its threads, the embedded database's included; median
 // over rounds), the steadier of the two on a shared machine.
 //
-//   npx tsx bench/graphql-post.ts [--db pglite|postgres] [--rounds 20] [--batch 200] [--concurrency 8] [--json]
+//   npx tsx bench/graphql-post.ts [--db pglite|postgres] [--rounds 100] [--batch 40] [--concurrency 8] [--json]
 
 import { fork } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createBenchDatabase, seed } from './reads.js';
+import { API_KEY, RELAYER, startSeededService } from './reads.js';
 import { median, pct } from './stats.js';
 
-const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
-const RELAYER = 'bench-relayer';
 const QUERY = `query Relayer($id: ID!) {
   relayer(id: $id) {
     id name network networkType paused address signerId policies systemDisabled createdAt
@@ -107,40 +102,15 @@ export interface PostFigure {
 const pair = (direct: number, yoga: number): Pair => ({ direct, yoga, saving: 1 - direct / yoga });
 
 export async function benchGraphqlPost(opts: { db: 'pglite' | 'postgres'; rounds: number; batch: number; concurrency: number; postgresUrl?: string }) {
-  const { parseEnv } = await import('../src/config/env.js');
-  const { createLogger } = await import('../src/lib/log.js');
-  const { startService } = await import('../src/service.js');
   const { createApp } = await import('../src/app.js');
   const { createServerAdapter } = await import('@whatwg-node/server');
   const { Request } = await import('@whatwg-node/fetch');
 
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const dir = await mkdtemp(path.join(tmpdir(), 'relayer-bench-post-'));
-  const database = opts.db === 'postgres' ? await createBenchDatabase(opts.postgresUrl) : undefined;
-  const config = {
-    relayers: [RELAYER, 'other-relayer'].map((id) => ({ id, name: id, network: 'localnet', network_type: 'evm', signer_id: 'dev', policies: {} })),
-    signers: [{ id: 'dev', type: 'local', config: { path: path.join(root, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } }],
-    notifications: [],
-    networks: [{ type: 'evm', network: 'localnet', chain_id: 31337, rpc_urls: ['http://127.0.0.1:1'], features: ['eip1559'], required_confirmations: 1 }],
-  };
-  await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
-  const env = parseEnv({
-    API_KEY,
-    CONFIG_PATH: path.join(dir, 'config.json'),
-    DATA_DIR: dir,
-    ...(database ? { DATABASE_URL: database.url } : {}),
-    DEVNET: 'false',
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_REQUESTS_PER_SECOND: '1000000000',
-    RATE_LIMIT_BURST_SIZE: '1000000000',
-  });
-  const service = await startService(env, { log: createLogger('silent'), workers: false });
+  const { service, close } = await startSeededService(opts.db, 1000, opts.postgresUrl);
   const apps = [service.app, createApp(service.rt, API_KEY, { yogaOnly: true })];
   const servers = apps.map((app) => createServer(createServerAdapter((request: Request) => app.fetch(request))));
   const child = fork(fileURLToPath(import.meta.url), ['--client'], { stdio: 'inherit' });
   try {
-    const db = service.rt.db;
-    await seed(db.query.bind(db), 1000);
     const ports: number[] = [];
     for (const server of servers) {
       server.keepAliveTimeout = 65_000;
@@ -206,9 +176,7 @@ export async function benchGraphqlPost(opts: { db: 'pglite' | 'postgres'; rounds
       server.close();
       server.closeAllConnections();
     }
-    await service.stop();
-    await database?.drop();
-    await rm(dir, { recursive: true, force: true });
+    await close();
   }
 }
 
@@ -228,8 +196,8 @@ if (process.argv[2] !== '--client' && import.meta.url === `file://${process.argv
   const { values } = parseArgs({
     options: {
       db: { type: 'string', default: 'pglite' },
-      rounds: { type: 'string', default: '20' },
-      batch: { type: 'string', default: '200' },
+      rounds: { type: 'string', default: '100' },
+      batch: { type: 'string', default: '40' },
       concurrency: { type: 'string', default: '8' },
       postgres: { type: 'string' },
       json: { type: 'boolean', default: false },
