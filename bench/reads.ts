@@ -30,8 +30,8 @@ export interface ReadFigure {
   restP99: number;
 }
 
-const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
-const RELAYER = 'bench-relayer';
+export const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
+export const RELAYER = 'bench-relayer';
 const PER_PAGE = 10;
 const DEEP_PAGE = 90;
 
@@ -83,15 +83,14 @@ export async function benchReads(opts: { db: 'pglite' | 'postgres'; sizes: numbe
   }
 }
 
-/** A service on a database of its own seeded with `rows` transactions, and the reads to time on it. */
-async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?: string) {
-  const { print } = await import('graphql');
+/**
+ * A service without workers (its chain is not there) on a database of its own, seeded with `rows`
+ * transactions of RELAYER; `close` stops it and removes the database.
+ */
+export async function startSeededService(kind: 'pglite' | 'postgres', rows: number, postgresUrl?: string) {
   const { parseEnv } = await import('../src/config/env.js');
   const { createLogger } = await import('../src/lib/log.js');
   const { startService } = await import('../src/service.js');
-  const { RestListTransactionsDocument, RestGetTransactionDocument } = await import('../src/generated/graphql.js');
-  // The Request class node's HTTP adapter (@whatwg-node/server, src/main.ts) hands the app.
-  const { Request } = await import('@whatwg-node/fetch');
 
   const root = fileURLToPath(new URL('..', import.meta.url));
   const dir = await mkdtemp(path.join(tmpdir(), 'relayer-bench-reads-'));
@@ -137,6 +136,23 @@ async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?
   try {
     const db = service.rt.db;
     await seed(db.query.bind(db), rows);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { service, close };
+}
+
+/** A service on a database of its own seeded with `rows` transactions, and the reads to time on it. */
+async function openStore(kind: 'pglite' | 'postgres', rows: number, postgresUrl?: string) {
+  const { print } = await import('graphql');
+  const { RestListTransactionsDocument, RestGetTransactionDocument } = await import('../src/generated/graphql.js');
+  // The Request class node's HTTP adapter (@whatwg-node/server, src/main.ts) hands the app.
+  const { Request } = await import('@whatwg-node/fetch');
+
+  const { service, close } = await startSeededService(kind, rows, postgresUrl);
+  try {
+    const db = service.rt.db;
     const [{ id: someId }] = await db.query<{ id: string }>(
       `SELECT id FROM transactions WHERE relayer_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
       [RELAYER, Math.floor(rows / 2)],

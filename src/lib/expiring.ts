@@ -40,6 +40,18 @@ export class ExpiringMap<K, V> {
     return value;
   }
 
+  /** The live promise of `key`, else `load`'s, which is dropped if it fails (so the next read retries). */
+  load<T>(this: ExpiringMap<K, Promise<T>>, key: K, load: () => Promise<T>): Promise<T> {
+    const hit = this.get(key);
+    if (hit !== undefined) return hit;
+    const value = load();
+    this.set(key, value);
+    value.catch(() => {
+      if (this.#entries.get(key)?.value === value) this.delete(key);
+    });
+    return value;
+  }
+
   delete(key: K): boolean {
     return this.#entries.delete(key);
   }

@@ -28,18 +28,11 @@ export const int64 = nonNegativeInt(INT64_MAX, 'int64');
 export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
 
+/** An RFC 3339 date-time (seconds required, offset Z or ±hh:mm), as zod checks it. */
+export const rfc3339Text = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' });
+
 /** An RFC 3339 timestamp, as a Date. */
-export const rfc3339 = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i, 'must be an RFC 3339 timestamp')
-  .transform((s, ctx) => {
-    const d = new Date(s);
-    if (Number.isNaN(d.getTime())) {
-      ctx.addIssue({ code: 'custom', message: 'is not a valid date' });
-      return z.NEVER;
-    }
-    return d;
-  });
+export const rfc3339 = rfc3339Text.transform((s) => new Date(s));
 
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 

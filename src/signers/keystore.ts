@@ -2,7 +2,9 @@
 // geth, ethers, MetaMask exports and OpenZeppelin Relayer's `local` signer.
 import { createCipheriv, createDecipheriv, pbkdf2, randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { keccak256 } from 'viem';
 
 export class KeystoreError extends Error {
@@ -63,139 +65,33 @@ function nodeScrypt(passphrase: string, k: ScryptKdf): Promise<Buffer> {
   );
 }
 
+// noble's scrypt takes the parameters OpenSSL refuses. Its scryptAsync yields only to microtasks
+// (noble-hashes issue 113), so timers and I/O would wait out the whole derivation: it runs on a
+// thread of its own instead.
+const nobleScrypt = createRequire(import.meta.url).resolve('@noble/hashes/scrypt.js');
+const SCRYPT_THREAD = `const { parentPort, workerData: w } = require('node:worker_threads');
+parentPort.postMessage(require(w.module).scrypt(w.passphrase, w.salt, w.opts));`;
+
+function threadScrypt(passphrase: string, k: ScryptKdf): Promise<Buffer> {
+  const opts = { N: k.n, r: k.r, p: k.p, dkLen: k.dklen };
+  const worker = new Worker(SCRYPT_THREAD, { eval: true, execArgv: [], workerData: { module: nobleScrypt, passphrase, salt: k.salt, opts } });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (key: Uint8Array) => resolve(Buffer.from(key)));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`scrypt thread exited with code ${code}`)));
+  });
+}
+
 async function deriveKey(passphrase: string, k: Kdf): Promise<Buffer> {
   try {
     if (k.kdf === 'pbkdf2') return await pbkdf2Async(passphrase, k.salt, k.c, k.dklen, 'sha256');
     // OpenSSL enforces RFC 7914's N < 2^(16r) and rejects the rest. The
     // published V3 test vector (and old keystores) use r=1 with N=2^18.
-    if (k.n >= 2 ** (16 * k.r)) return await scryptJs(passphrase, k);
+    if (k.n >= 2 ** (16 * k.r)) return await threadScrypt(passphrase, k);
     return await nodeScrypt(passphrase, k);
   } catch (err) {
     throw new KeystoreError(`${k.kdf} key derivation failed: ${(err as Error).message}`);
   }
-}
-
-// --- scrypt (RFC 7914) for parameters OpenSSL refuses -------------------
-// The PBKDF2 steps use node:crypto; only ROMix is done here, yielding to the
-// event loop periodically so a slow decrypt doesn't stall the process.
-
-async function scryptJs(passphrase: string, k: ScryptKdf): Promise<Buffer> {
-  const { n, r, p } = k;
-  const laneWords = 32 * r;
-  const b = await pbkdf2Async(passphrase, k.salt, 1, p * 128 * r, 'sha256');
-  const words = new Uint32Array(p * laneWords);
-  for (let i = 0; i < words.length; i++) words[i] = b.readUInt32LE(i * 4);
-  const v = new Uint32Array(n * laneWords);
-  for (let lane = 0; lane < p; lane++) {
-    await roMix(words.subarray(lane * laneWords, (lane + 1) * laneWords), v, n, r);
-  }
-  for (let i = 0; i < words.length; i++) b.writeUInt32LE(words[i], i * 4);
-  v.fill(0);
-  return pbkdf2Async(passphrase, b, 1, k.dklen, 'sha256');
-}
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-async function roMix(x: Uint32Array, v: Uint32Array, n: number, r: number): Promise<void> {
-  const len = 32 * r;
-  const scratch = new Uint32Array(len);
-  const block = new Uint32Array(16);
-  for (let i = 0; i < n; i++) {
-    v.set(x, i * len);
-    blockMix(x, scratch, block, r);
-    if ((i & 4095) === 4095) await yieldToEventLoop();
-  }
-  for (let i = 0; i < n; i++) {
-    const j = x[len - 16] & (n - 1); // Integerify: first word of the last 64-byte block
-    for (let w = 0; w < len; w++) x[w] ^= v[j * len + w];
-    blockMix(x, scratch, block, r);
-    if ((i & 4095) === 4095) await yieldToEventLoop();
-  }
-}
-
-// BlockMix-Salsa20/8, in place: outputs of even blocks go to the first half,
-// odd blocks to the second.
-function blockMix(x: Uint32Array, scratch: Uint32Array, block: Uint32Array, r: number): void {
-  block.set(x.subarray((2 * r - 1) * 16, 2 * r * 16));
-  for (let i = 0; i < 2 * r; i++) {
-    for (let w = 0; w < 16; w++) block[w] ^= x[i * 16 + w];
-    salsa20_8(block);
-    scratch.set(block, ((i >> 1) + (i & 1) * r) * 16);
-  }
-  x.set(scratch);
-}
-
-const rotl = (a: number, b: number) => (a << b) | (a >>> (32 - b));
-
-function salsa20_8(b: Uint32Array): void {
-  let x0 = b[0],
-    x1 = b[1],
-    x2 = b[2],
-    x3 = b[3],
-    x4 = b[4],
-    x5 = b[5],
-    x6 = b[6],
-    x7 = b[7];
-  let x8 = b[8],
-    x9 = b[9],
-    x10 = b[10],
-    x11 = b[11],
-    x12 = b[12],
-    x13 = b[13],
-    x14 = b[14],
-    x15 = b[15];
-  for (let i = 0; i < 8; i += 2) {
-    // column round
-    x4 ^= rotl(x0 + x12, 7);
-    x8 ^= rotl(x4 + x0, 9);
-    x12 ^= rotl(x8 + x4, 13);
-    x0 ^= rotl(x12 + x8, 18);
-    x9 ^= rotl(x5 + x1, 7);
-    x13 ^= rotl(x9 + x5, 9);
-    x1 ^= rotl(x13 + x9, 13);
-    x5 ^= rotl(x1 + x13, 18);
-    x14 ^= rotl(x10 + x6, 7);
-    x2 ^= rotl(x14 + x10, 9);
-    x6 ^= rotl(x2 + x14, 13);
-    x10 ^= rotl(x6 + x2, 18);
-    x3 ^= rotl(x15 + x11, 7);
-    x7 ^= rotl(x3 + x15, 9);
-    x11 ^= rotl(x7 + x3, 13);
-    x15 ^= rotl(x11 + x7, 18);
-    // row round
-    x1 ^= rotl(x0 + x3, 7);
-    x2 ^= rotl(x1 + x0, 9);
-    x3 ^= rotl(x2 + x1, 13);
-    x0 ^= rotl(x3 + x2, 18);
-    x6 ^= rotl(x5 + x4, 7);
-    x7 ^= rotl(x6 + x5, 9);
-    x4 ^= rotl(x7 + x6, 13);
-    x5 ^= rotl(x4 + x7, 18);
-    x11 ^= rotl(x10 + x9, 7);
-    x8 ^= rotl(x11 + x10, 9);
-    x9 ^= rotl(x8 + x11, 13);
-    x10 ^= rotl(x9 + x8, 18);
-    x12 ^= rotl(x15 + x14, 7);
-    x13 ^= rotl(x12 + x15, 9);
-    x14 ^= rotl(x13 + x12, 13);
-    x15 ^= rotl(x14 + x13, 18);
-  }
-  b[0] += x0;
-  b[1] += x1;
-  b[2] += x2;
-  b[3] += x3;
-  b[4] += x4;
-  b[5] += x5;
-  b[6] += x6;
-  b[7] += x7;
-  b[8] += x8;
-  b[9] += x9;
-  b[10] += x10;
-  b[11] += x11;
-  b[12] += x12;
-  b[13] += x13;
-  b[14] += x14;
-  b[15] += x15;
 }
 
 function computeMac(derivedKey: Buffer, ciphertext: Buffer): Buffer {

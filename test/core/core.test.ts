@@ -42,6 +42,21 @@ describe('ExpiringMap', () => {
     }
     expect(m.size).toBeLessThanOrEqual(21);
   });
+
+  it('load keeps a promise for ttl, and not one that fails', async () => {
+    vi.useFakeTimers({ now: 0 });
+    const m = new ExpiringMap<string, Promise<number>>(1000);
+    let loads = 0;
+    const ok = () => Promise.resolve(++loads);
+    const down = () => (loads++, Promise.reject(new Error('down')));
+    expect(await m.load('a', ok)).toBe(1);
+    vi.setSystemTime(900);
+    expect(await m.load('a', ok)).toBe(1);
+    vi.setSystemTime(1000);
+    expect(await m.load('a', ok)).toBe(2);
+    await expect(m.load('b', down)).rejects.toThrow('down');
+    expect(await m.load('b', ok)).toBe(4);
+  });
 });
 
 describe('runtime state slots', () => {

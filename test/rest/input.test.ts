@@ -102,6 +102,16 @@ describe('hostile input', () => {
     expect(await dbState(svc.rt)).toBe(before);
   });
 
+  const PAYMENT = { type: 'payment', destination: 'GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7', asset: { type: 'native' }, amount: 1 };
+  it.each([
+    ['evm', TX, { value: 1, to: RECEIVER }],
+    ['stellar', `/api/v1/relayers/${STELLAR_RELAYER}/transactions`, { network: 'testnet', operations: [PAYMENT] }],
+  ])('%s: a valid_until without seconds is not RFC 3339: 400 naming it', async (_family, path, body) => {
+    for (const at of ['2030-01-01T00:00Z', '2030-01-01T00:00+02:00', '2030-01-01T00:00:00+0200']) {
+      await refused('POST', path, { ...body, valid_until: at }, 400, /^valid_until: must be an RFC 3339 timestamp$/);
+    }
+  });
+
   it('application/*+json with a charset is JSON', async () => {
     const res = await svc.request(
       'POST',
@@ -172,6 +182,21 @@ describe('hostile input', () => {
       );
       const out = await res.json();
       expect(out.errors?.[0].message).toMatch(/integer/);
+      expect(await dbState(svc.rt)).toBe(before);
+    });
+
+    it('refuses a validUntil without seconds, naming valid_until', async () => {
+      const before = await dbState(svc.rt);
+      const out = await svc.gql(
+        `mutation($at: String) { sendTransaction(relayerId: "evm-relayer", input: {value: 1, to: "${RECEIVER}", validUntil: $at}) { id } }`,
+        {
+          at: '2030-01-01T00:00Z',
+        },
+      );
+      expect(out.errors?.[0]).toMatchObject({
+        message: 'Bad Request',
+        extensions: { code: 'BAD_REQUEST', detail: 'valid_until: must be an RFC 3339 timestamp' },
+      });
       expect(await dbState(svc.rt)).toBe(before);
     });
 

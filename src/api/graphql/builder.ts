@@ -1,5 +1,6 @@
 import SchemaBuilder, { type ObjectParam } from '@pothos/core';
-import type { GraphQLResolveInfo, SelectionSetNode } from 'graphql';
+import { collectSubFields } from '@graphql-tools/utils';
+import { type FieldNode, getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
 import DirectivesPlugin from '@pothos/plugin-directives';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../../generated/pothos-types.js';
@@ -80,20 +81,22 @@ export function paging(builder: Builder) {
   return { pageArgs, pageOf };
 }
 
+/** The fields `nodes` select on a `type`, collected as execution does (fragments, @skip, @include, @defer). */
+function subFields(info: GraphQLResolveInfo, type: GraphQLObjectType, nodes: readonly FieldNode[]): FieldNode[] {
+  const { fields, patches } = collectSubFields(info.schema, info.fragments, info.variableValues, type, nodes as FieldNode[]);
+  return [fields, ...patches.map((p) => p.fields)].flatMap((m) => [...m.values()].flat());
+}
+
 /** Which parts of a page field's result the operation selects: its rows, its total, both. */
 export function pageAsk(info: GraphQLResolveInfo): PageAsk {
-  const ask = { items: false, total: false };
-  const visit = (set: SelectionSetNode | undefined, inPagination: boolean) => {
-    for (const s of set?.selections ?? []) {
-      if (s.kind === 'InlineFragment') visit(s.selectionSet, inPagination);
-      else if (s.kind === 'FragmentSpread') visit(info.fragments[s.name.value]?.selectionSet, inPagination);
-      else if (inPagination) ask.total ||= s.name.value === 'totalItems';
-      else if (s.name.value === 'items') ask.items = true;
-      else if (s.name.value === 'pagination') visit(s.selectionSet, true);
-    }
+  const page = getNamedType(info.returnType) as GraphQLObjectType;
+  const selected = subFields(info, page, info.fieldNodes);
+  const pagination = selected.filter((f) => f.name.value === 'pagination');
+  const paginationType = getNamedType(page.getFields().pagination.type) as GraphQLObjectType;
+  return {
+    items: selected.some((f) => f.name.value === 'items'),
+    total: pagination.length > 0 && subFields(info, paginationType, pagination).some((f) => f.name.value === 'totalItems'),
   };
-  for (const node of info.fieldNodes) visit(node.selectionSet, false);
-  return ask;
 }
 
 /** What the parts of one schema are built with: its builder, the chain families it offers, and helpers on that builder. */

@@ -1,4 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
+import { rfc3339 } from '../../lib/validate.js';
 
 const invalid = (scalar: string, why: string) => new GraphQLError(`${scalar} ${why}`, { extensions: { code: 'BAD_REQUEST' } });
 
@@ -51,12 +52,9 @@ export const DateTimeScalar = new GraphQLScalarType<Date, string>({
 });
 
 function parseDate(v: unknown): Date {
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v)) {
-    throw invalid('DateTime', 'must be an RFC 3339 timestamp such as 2030-01-01T00:00:00Z');
-  }
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw invalid('DateTime', 'is not a valid date');
-  return d;
+  const date = rfc3339.safeParse(v);
+  if (!date.success) throw invalid('DateTime', 'must be an RFC 3339 timestamp such as 2030-01-01T00:00:00Z');
+  return date.data;
 }
 
 function literalToJson(node: ValueNode, variables?: Record<string, unknown> | null): unknown {

@@ -1,3 +1,4 @@
+import { ExpiringMap } from '../../lib/expiring.js';
 import { bumpFees, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
@@ -14,12 +15,22 @@ export const feesFromJson = (f: FeesJson): FeeParams =>
 /** The most a transaction may pay per gas under these fees. */
 export const maxPricePerGas = (f: FeeParams) => ('gasPrice' in f ? f.gasPrice : f.maxFeePerGas);
 
+/** Values per client, each kept for `ttlMs` (a failure is not kept); they go with the client. */
+function perClient<T>(ttlMs: number) {
+  const maps = new WeakMap<EvmRpc, ExpiringMap<string, Promise<T>>>();
+  return (rpc: EvmRpc, key: string, load: () => Promise<T>): Promise<T> => {
+    let map = maps.get(rpc);
+    if (!map) maps.set(rpc, (map = new ExpiringMap(ttlMs)));
+    return map.load(key, load);
+  };
+}
+
 // Market prices change once per block: one look per speed per second is plenty, and saves an RPC
 // round trip per transaction. A cache only; a stale price is at worst resubmitted with a bump.
-const TTL_MS = 1_000;
+const marketCache = perClient<FeeParams>(1_000);
 
 export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise<FeeParams> {
-  return cached(rpc, `${eip1559}:${speed}`, TTL_MS, () =>
+  return marketCache(rpc, `${eip1559}:${speed}`, () =>
     eip1559
       ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }))
       : legacyGasPrice(rpc, speed).then((gasPrice): FeeParams => ({ gasPrice })),
@@ -27,30 +38,16 @@ export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise
 }
 
 // A chain's block gas limit moves slowly, if at all: one look a minute.
-const GAS_LIMIT_TTL_MS = 60_000;
+const gasLimitCache = perClient<bigint>(60_000);
 
 /** The gas limit of the chain's latest block. */
 export function blockGasLimit(rpc: EvmRpc): Promise<bigint> {
-  return cached(rpc, 'gasLimit', GAS_LIMIT_TTL_MS, () =>
+  return gasLimitCache(rpc, 'latest', () =>
     rpc.request<{ gasLimit?: string } | null>('eth_getBlockByNumber', ['latest', false]).then((b) => {
       if (!b?.gasLimit) throw new Error('the latest block has no gasLimit');
       return BigInt(b.gasLimit);
     }),
   );
-}
-
-const caches = new WeakMap<EvmRpc, Map<string, { at: number; value: Promise<unknown> }>>();
-
-/** What `load` gives, kept per client and key for `ttlMs`; a failure is not kept. */
-function cached<T>(rpc: EvmRpc, key: string, ttlMs: number, load: () => Promise<T>): Promise<T> {
-  let perRpc = caches.get(rpc);
-  if (!perRpc) caches.set(rpc, (perRpc = new Map()));
-  const hit = perRpc.get(key);
-  if (hit && Date.now() - hit.at < ttlMs) return hit.value as Promise<T>;
-  const value = load();
-  perRpc.set(key, { at: Date.now(), value });
-  value.catch(() => perRpc.delete(key));
-  return value;
 }
 
 /** Speed-derived fees held to the relayer's gas_price_cap (explicit prices above it are refused at accept). */

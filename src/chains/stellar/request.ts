@@ -1,6 +1,7 @@
 import { StrKey } from '@stellar/stellar-sdk';
 import { z } from 'zod';
 import { StellarRequestError } from './request-error.js';
+import { rfc3339Text } from '../../lib/validate.js';
 
 // The Stellar send-transaction request ("shape C"), in the spec's field names: the one place its
 // field rules live (the service's shape check delegates here). Checks that need chain context
@@ -84,7 +85,7 @@ export const stellarTransactionRequestSchema = z
     operations: z.array(operation).min(1).max(100).optional(),
     transaction_xdr: z.string().min(1).optional(),
     memo: memo.optional(),
-    valid_until: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }).optional(),
+    valid_until: rfc3339Text.optional(),
     fee_bump: z.boolean().optional(),
     /** Fee cap in stroops (int64). */
     max_fee: wholeNumber('must be a positive integer number of stroops')

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
 import { bumpFees, eip1559Fees, estimateGasWithMargin, legacyGasPrice, SPEEDS } from '../../../src/chains/evm/fees.js';
+import { blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc-client.js';
 
 const RECIPIENT = '0x000000000000000000000000000000000000dEaD';
@@ -178,5 +179,28 @@ describe('estimateGasWithMargin', () => {
 
   it('rounds up', async () => {
     expect(await estimateGasWithMargin(stub({ eth_estimateGas: '0x5209' }), { to: RECIPIENT })).toBe(23_102n); // 21001 × 1.1 = 23101.1
+  });
+});
+
+describe('market fees and the block gas limit', () => {
+  it('ask the chain once per client within their time to live, and ask again after a failure', async () => {
+    const calls: string[] = [];
+    const counted = (url: string) => createEvmRpc([{ url }], { retries: 0, observe: (method) => calls.push(method) });
+    const [a, b] = [counted(anvil.url), counted(anvil.url)];
+    const limit = await blockGasLimit(a);
+    const fees = await marketFees(a, true, 'fast');
+    const asked = calls.length;
+    expect(await blockGasLimit(a)).toBe(limit);
+    expect(await marketFees(a, true, 'fast')).toEqual(fees);
+    expect(calls).toHaveLength(asked);
+    await blockGasLimit(b);
+    await marketFees(a, false, 'fast');
+    expect(calls.length).toBeGreaterThanOrEqual(asked + 2);
+
+    calls.length = 0;
+    const down = counted('http://127.0.0.1:1');
+    await expect(blockGasLimit(down)).rejects.toThrow();
+    await expect(blockGasLimit(down)).rejects.toThrow();
+    expect(calls).toEqual(['eth_getBlockByNumber', 'eth_getBlockByNumber']);
   });
 });
