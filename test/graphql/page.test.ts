@@ -1,7 +1,7 @@
 import { buildSchema, execute, parse, printSchema, type GraphQLObjectType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { pageAsk } from '../../src/api/graphql/builder.js';
-import { schema } from '../../src/api/graphql/schema.js';
+import { schema } from '../support/families.js';
 import type { PageAsk } from '../../src/core/page.js';
 
 // pageAsk decides which reads a list runs (its rows, its count, both, or neither but the relayer's):
