@@ -59,6 +59,15 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
     .join('; ');
 }
 
+/**
+ * A URL as text: no control characters (the URL parser drops tabs and line breaks and trims the
+ * ends, so a URL holding them would be stored as sent but used as another).
+ */
+export const urlText = z
+  .string()
+  .max(2048)
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not contain control characters');
+
 // NUL (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not encodable as UTF-8).
 const BAD_TEXT = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const MAX_TEXT_ISSUES = 20;
@@ -70,22 +79,25 @@ export function textProblem(s: string): string | null {
   return m[0] === '\0' ? 'must not contain NUL (\\u0000) characters' : 'must not contain lone UTF-16 surrogates';
 }
 
+/** Why text decoded from bytes that were not UTF-8 is refused: it holds U+FFFD where they were. */
+export const replacedBytes = (s: string): string | null => (s.includes('\uFFFD') ? 'must be valid UTF-8' : null);
+
 /**
- * Every string of a parsed JSON value (object keys included) that textProblem refuses, as
+ * Every string of a parsed JSON value (object keys included) that `problem` refuses, as
  * "path: why" (paths as `a.b[0]`, the caller's names). Stops after a few.
  */
-export function textIssues(value: unknown, path: string, issues: string[]): void {
+export function textIssues(value: unknown, path: string, issues: string[], problem: (s: string) => string | null = textProblem): void {
   const at = (p: string, why: string) => issues.length < MAX_TEXT_ISSUES && issues.push(p ? `${p}: ${why}` : why);
   const walk = (v: unknown, p: string) => {
     if (issues.length >= MAX_TEXT_ISSUES) return;
     if (typeof v === 'string') {
-      const why = textProblem(v);
+      const why = problem(v);
       if (why) at(p, why);
     } else if (Array.isArray(v)) {
       v.forEach((item, i) => walk(item, `${p}[${i}]`));
     } else if (v !== null && typeof v === 'object') {
       for (const [k, item] of Object.entries(v)) {
-        const why = textProblem(k);
+        const why = problem(k);
         const name = why ? JSON.stringify(k).slice(1, -1).slice(0, 64) : k.slice(0, 64);
         const q = p ? `${p}.${name}` : name;
         if (why) at(q, `field name ${why}`);

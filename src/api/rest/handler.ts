@@ -5,8 +5,8 @@ import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
 import { schema as appSchema } from '../graphql/schema.js';
 import { parseJson } from '../../lib/json.js';
-import { textIssues, textProblem } from '../../lib/validate.js';
-import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
+import { replacedBytes, textIssues, textProblem } from '../../lib/validate.js';
+import { BodyTooLarge, InvalidUtf8, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './direct.js';
@@ -99,6 +99,17 @@ function match(compiled: CompiledRoute[], segments: string[]) {
 
 const MAX_ISSUES = 20;
 const describe = (issues: string[]) => issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
+
+/** The fields of a body that was not UTF-8: those holding a replaced sequence (the body itself when none does). */
+function utf8Issues(text: string): string[] {
+  const issues: string[] = [];
+  try {
+    textIssues(parseJson(text), '', issues, replacedBytes);
+  } catch {
+    // not JSON either: the body is named below
+  }
+  return issues.length ? issues : ['body: must be valid UTF-8'];
+}
 
 /** A GraphQL error as the spec's error envelope: status and message by extensions.code (status.ts). */
 export function errorResponse(error: GraphQLError): Response {
@@ -213,17 +224,20 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
       }
       let body = '';
       if (hit.c.route.body) {
+        let notUtf8 = false;
         try {
           body = await readBodyText(request, rt.env.maxBodyBytes);
         } catch (e) {
           if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
-          throw e;
+          if (!(e instanceof InvalidUtf8)) throw e;
+          [body, notUtf8] = [e.text, true];
         }
         // An empty body is "body: required" (400) whatever its type; any other must be JSON.
         const type = request.headers.get('content-type');
         if (body.length > 0 && !isJsonContentType(type)) {
           return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${type ?? 'no Content-Type'})`);
         }
+        if (notUtf8) return failWith('BAD_REQUEST', describe(utf8Issues(body)));
       }
       const issues: string[] = [];
       const variables = variablesFor(hit.c, hit.params, url, request, body, issues);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Prisma, Delivery, DeliveryStatus, Notification } from '../../generated/prisma/client.js';
 import { conflict, invalid, notFound, notificationNotFound } from '../errors.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, urlText } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { paged, toPage } from '../page.js';
 import { checkWebhookUrl } from './url.js';
@@ -27,7 +27,7 @@ const id = z
   .min(1, 'must not be empty')
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
-const url = z.string().min(1, 'required').max(2048);
+const url = urlText.min(1, 'required');
 const type = z.literal('webhook', { message: 'must be "webhook"' });
 
 const createInput = z.object({ id: id.nullish(), type: type.nullish(), url, signingKey: z.string().nullish() }).strict();

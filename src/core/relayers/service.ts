@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../errors.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, urlText } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
@@ -54,7 +54,7 @@ export async function listRelayers(rt: Runtime, page?: number | null, perPage?: 
 
 const rpcConfig = z
   .object({
-    url: z.string().regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
+    url: urlText.regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
     weight: z.number().int().min(0).max(100).default(100),
   })
   .strict();
