@@ -61,7 +61,7 @@ export const relayerEntry = z
     id: z.string().min(1),
     name: z.string().min(1),
     network: z.string().min(1),
-    network_type: z.enum(NETWORK_TYPES),
+    network_type: z.enum(NETWORK_TYPES).meta({ id: 'NetworkType' }),
     paused: z.boolean().default(false),
     signer_id: z.string().min(1),
     notification_id: z.string().min(1).nullish(),

@@ -45,7 +45,9 @@ export function maskRpcUrl(url: string): string {
   }
 }
 
-const updateInput = z.object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at least one URL').max(20).nullish() }).strict();
+export const updateInput = z
+  .object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at least one URL').max(20).nullish().meta({ description: 'URLs, or `{ url, weight }` objects.' }) })
+  .strict();
 export type UpdateNetworkInput = { rpcUrls?: unknown[] | null };
 
 export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetworkInput): Promise<NetworkView> {

@@ -1,14 +1,14 @@
-import type { FieldType, RequestField } from '../../core/family.js';
+import type { z } from 'zod';
+import { camelName, graphqlInfo, type FamilySpec } from '../../core/family.js';
+import { integerFormatOf } from '../../lib/validate.js';
 import { builder } from './builder.js';
 
-// GraphQL input types from the service's field descriptions (core/family.ts): the chain families
-// describe their request fields once, and the GraphQL input is derived from them.
-
-const camel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+// GraphQL input types derived from the chain families' zod schemas (their send fields): the type of
+// each field from its schema, its description from graphqlInfo.
 
 // Types are made once per name: a schema's types, not state.
 const enums = new Map<string, ReturnType<typeof makeEnum>>();
-const inputs = new Map<string, ReturnType<typeof makeInput>>();
+const inputs = new Map<string, ReturnType<typeof builder.inputType>>();
 
 const makeEnum = (name: string, values: readonly string[]) => builder.enumType(name, { values: values as [string, ...string[]] });
 
@@ -19,51 +19,121 @@ export function enumType(name: string, values: readonly string[]) {
   return e;
 }
 
-function makeInput(name: string, fields: Record<string, RequestField>, allOptional: boolean) {
-  return builder.inputType(name, { fields: (t) => inputFields(t, fields, allOptional) });
+type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; shape?: z.ZodRawShape; values?: unknown[] };
+const defOf = (s: z.ZodType) => s._zod.def as unknown as Def;
+
+/** What GraphQL knows of a schema: graphqlInfo of it or of any wrapper on the way to its type. */
+function infoOf(schema: z.ZodType): { description?: string; name?: string } {
+  let info = {};
+  for (let s: z.ZodType | undefined = schema; s; s = defOf(s).innerType) info = { ...graphqlInfo.get(s), ...info };
+  return info;
 }
 
-function typeRef(type: FieldType): unknown {
-  switch (type.kind) {
-    case 'u128':
-      return 'BigInt';
-    case 'int64':
-      return 'Long';
-    case 'string':
-      return 'String';
-    case 'boolean':
-      return 'Boolean';
-    case 'any':
-      return 'JSON';
-    case 'enum':
-      return enumType(type.name, type.values);
-    case 'object': {
-      if (!type.fields) return 'JSON';
-      if (!type.name) throw new Error('an object field with fields needs a GraphQL input type name');
-      let ref = inputs.get(type.name);
-      if (!ref) inputs.set(type.name, (ref = makeInput(type.name, type.fields, false)));
-      return ref;
-    }
-    case 'list':
-      return [typeRef(type.items)];
+/** The schema inside its wrappers (optional, nullable, default) and, for a transform, its input side. */
+function core(schema: z.ZodType): z.ZodType {
+  let s = schema;
+  for (;;) {
+    if (integerFormatOf(s)) return s;
+    const def = defOf(s);
+    if (def.innerType) s = def.innerType;
+    else if (def.type === 'pipe' && def.in) s = def.in;
+    else return s;
   }
+}
+
+/** An object's fields, or a union of objects' fields merged (each with its types in every member). */
+function objectFields(schema: z.ZodType): Map<string, { types: z.ZodType[]; required: boolean }> | undefined {
+  const def = defOf(schema);
+  const members = def.type === 'object' ? [schema] : def.type === 'union' ? def.options!.map(core) : [];
+  if (!members.length || members.some((m) => defOf(m).type !== 'object')) return undefined;
+  const fields = new Map<string, { types: z.ZodType[]; required: boolean }>();
+  for (const m of members) {
+    for (const [k, v] of Object.entries(defOf(m).shape!)) {
+      const f = fields.get(k) ?? { types: [], required: true };
+      f.types.push(v as z.ZodType);
+      fields.set(k, f);
+    }
+  }
+  for (const [k, f] of fields) f.required = f.types.length === members.length && f.types.every((t) => !t.safeParse(undefined).success);
+  return fields;
+}
+
+/** The GraphQL type name of a scalar schema, or undefined for one GraphQL has no single type for. */
+function scalarName(s: z.ZodType): string | undefined {
+  const format = integerFormatOf(s);
+  if (format) return format.format === 'u128' ? 'BigInt' : 'Long';
+  const def = defOf(s);
+  if (def.type === 'string' || (def.type === 'literal' && def.values!.every((v) => typeof v === 'string'))) return 'String';
+  if (def.type === 'boolean') return 'Boolean';
+  if (def.type === 'number') return 'Int';
+  if (def.type === 'unknown' || def.type === 'any') return 'JSON';
+  return undefined;
+}
+
+/** "a", "a or b", "a, b or c". */
+const orList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`);
+
+function typeRef(schema: z.ZodType): unknown {
+  const s = core(schema);
+  const scalar = scalarName(s);
+  if (scalar) return scalar;
+  const def = defOf(s);
+  if (def.type === 'array') return [typeRef(def.element!)];
+  if (def.type === 'enum') {
+    const name = (s.meta() as { id?: string } | undefined)?.id;
+    if (!name) throw new Error('an enum field needs a GraphQL name: .meta({ id })');
+    return enumType(name, Object.values((s as z.ZodEnum).enum) as string[]);
+  }
+  const name = infoOf(schema).name;
+  const fields = name ? objectFields(s) : undefined;
+  if (!fields) return 'JSON';
+  let ref = inputs.get(name!);
+  if (!ref) {
+    ref = builder.inputType(name!, {
+      fields: (t) =>
+        Object.fromEntries(
+          [...fields].map(([k, f]) => {
+            const names = f.types.map((x) => scalarName(core(x)));
+            const literals = f.types.map(core).flatMap((x) => (defOf(x).type === 'literal' ? (defOf(x).values as string[]) : []));
+            // A field whose members disagree on its type is JSON; a discriminator lists its values.
+            const type = names.every((n) => n && n === names[0]) ? names[0]! : 'JSON';
+            const description = literals.length === f.types.length ? orList(literals) : undefined;
+            return [camelName(k), t.field({ type: type as never, required: f.required, ...(description ? { description } : {}) })];
+          }),
+        ),
+    });
+    inputs.set(name!, ref);
+  }
+  return ref;
 }
 
 type InputFieldBuilder = Parameters<Parameters<typeof builder.inputType>[1]['fields']>[0];
 
 /**
- * Input fields by their GraphQL names. `allOptional`: none is required in GraphQL (one input
- * serving several request shapes, whose own rules the service checks).
+ * The fields of every family's send request as one input (GraphQL takes one input for all shapes;
+ * the service checks which fields belong to the relayer's type), by GraphQL name. None is required:
+ * each shape's own rules are its family's. A field several families take is typed by the first.
  */
-export function inputFields(t: InputFieldBuilder, fields: Record<string, RequestField>, allOptional: boolean) {
-  return Object.fromEntries(
-    Object.entries(fields).map(([name, f]) => [
-      f.gql ?? camel(name),
-      t.field({
-        type: typeRef(f.type) as never,
-        required: !allOptional && !!f.required,
-        ...(f.gqlDescription ? { description: f.gqlDescription } : {}),
-      }),
-    ]),
-  );
+export function sendInputFields(t: InputFieldBuilder, families: readonly FamilySpec[]) {
+  const out: Record<string, ReturnType<InputFieldBuilder['field']>> = {};
+  for (const family of families) {
+    for (const [name, schema] of Object.entries(family.send.fields.shape) as [string, z.ZodType][]) {
+      const key = camelName(name);
+      if (out[key]) continue;
+      const { description } = infoOf(schema);
+      out[key] = t.field({ type: typeRef(schema) as never, required: false, ...(description ? { description } : {}) });
+    }
+  }
+  return out;
+}
+
+/** The GraphQL enum a family's send field declares under `name` (.meta({ id })). */
+export function familyEnum(families: readonly FamilySpec[], name: string) {
+  for (const family of families) {
+    for (const schema of Object.values(family.send.fields.shape) as z.ZodType[]) {
+      const s = core(schema);
+      if (defOf(s).type === 'enum' && (s.meta() as { id?: string } | undefined)?.id === name) return typeRef(s) as ReturnType<typeof enumType>;
+    }
+  }
+  throw new Error(`no family declares the enum ${name}`);
 }

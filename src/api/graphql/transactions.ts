@@ -1,8 +1,6 @@
 import { builder, pageArgs, pageAsk, pageOf } from './builder.js';
-import { enumType, inputFields } from './fields.js';
+import { familyEnum, sendInputFields } from './fields.js';
 import { FAMILIES } from '../../chains/families.js';
-import { SPEEDS } from '../../chains/evm/spec.js';
-import { sendFieldsOf } from '../../core/family.js';
 import { RATE_LIMITED } from './rate-limit.js';
 import { Relayer } from './relayers.js';
 import { invalid } from '../../core/errors.js';
@@ -15,7 +13,7 @@ import { getTransaction, listTransactions, sendTransaction } from '../../core/tr
 export const TransactionStatusEnum = builder.enumType('TransactionStatus', {
   values: ['pending', 'sent', 'submitted', 'mined', 'confirmed', 'failed', 'expired', 'canceled'] as const,
 });
-export const SpeedEnum = enumType('Speed', SPEEDS);
+export const SpeedEnum = familyEnum(FAMILIES, 'Speed');
 
 export const Transaction = builder.prismaObject('Transaction', {
   fields: (t) => ({
@@ -67,7 +65,7 @@ const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
 const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 const SendTransactionInput = builder.inputType('SendTransactionInput', {
   description: `One input for the ${COUNT[FAMILIES.length] ?? FAMILIES.length} request shapes: ${sentence(FAMILIES.map((f) => f.send.summary).join(', '))} Fields of another shape are refused.`,
-  fields: (t) => inputFields(t, sendFieldsOf(FAMILIES), true),
+  fields: (t) => sendInputFields(t, FAMILIES),
 });
 
 builder.queryFields((t) => ({

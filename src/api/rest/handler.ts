@@ -1,18 +1,20 @@
 import { Response } from '@whatwg-node/fetch';
+import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
 import { schema as appSchema } from '../graphql/schema.js';
-import { parseJson } from '../../lib/json.js';
+import { FAMILIES } from '../../chains/families.js';
+import { parseJson, stringifyJson } from '../../lib/json.js';
 import { replacedBytes, textIssues, textProblem } from '../../lib/validate.js';
 import { BodyTooLarge, InvalidUtf8, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './direct.js';
 import { fail, json, ok } from './envelope.js';
-import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
-import { openApiDocument } from './openapi.js';
+import { camel, check, fromText, graphqlNames } from './fields.js';
+import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { routes as routeTable, type Route } from './routes.js';
 import type { HttpLabels } from '../../metrics/index.js';
@@ -138,7 +140,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
   let docs: string | undefined;
-  const openApiText = () => (openapi ??= JSON.stringify(openApiDocument(compiled, enums)));
+  const openApiText = () => (openapi ??= stringifyJson(openApiDocument(compiled, enums, FAMILIES)));
 
   const isPublicPath = (path: string) => path === OPENAPI_PATH || path === DOCS_PATH;
   const normalise = (pathname: string) => (pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname);
@@ -166,25 +168,31 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         const text = decodeURIComponent(params[name]);
         const why = textProblem(text);
         if (why) issues.push(`${name}: ${why}`);
-        variables[p.gql] = p.type ? fromQuery(text, p.type, name, issues, enums) : text;
+        variables[p.gql] = p.schema ? fromText(text, p.schema, name, issues) : text;
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
     }
-    for (const [name, f] of Object.entries(route.query ?? {})) {
+    for (const [name, schema] of Object.entries(route.query?.shape ?? {}) as [string, z.ZodType][]) {
       const given = url.searchParams.getAll(name);
       const why = given.map(textProblem).find(Boolean);
       if (why) issues.push(`${name}: ${why}`);
       else if (given.length > 1) issues.push(`${name}: given more than once`);
-      else if (given.length === 1) variables[gqlName(name, f)] = fromQuery(given[0], f.type, name, issues, enums);
+      else if (given.length === 1) variables[camel(name)] = fromText(given[0], schema, name, issues);
     }
-    for (const [name, f] of Object.entries(route.headers ?? {})) {
+    for (const [name, h] of Object.entries(route.headers ?? {})) {
       const given = request.headers.get(name);
-      if (given !== null) variables[gqlName(name, f)] = given;
+      if (given === null) continue;
+      check(h.schema, given, h.name, issues);
+      variables[h.gql] = given;
     }
     if (route.body) {
       const body = readBody(text, issues, !!route.body.json);
-      if (body) variables[route.body.variable] = route.body.json ? body : convertFields(body, route.body.fields, '', issues, enums);
+      if (body && route.body.json) variables[route.body.variable] = body;
+      else if (body) {
+        check(route.body.schema, body, '', issues);
+        variables[route.body.variable] = graphqlNames(body);
+      }
     }
     return variables;
   }

@@ -1,7 +1,9 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
+import { z } from 'zod';
 import { FAMILIES, isNetworkType, specOf } from '../../chains/families.js';
 import type { FamilySpec, RecordColumn } from '../../core/family.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
+import { integerFields } from '../../lib/validate.js';
 
 // The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
 // field comes from and its JSON Schema. The adapter maps with these and the OpenAPI document
@@ -101,9 +103,7 @@ const relayerShape: Shape<Rl> = {
  * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
  * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
  */
-const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(
-  FAMILIES.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])),
-);
+const INTEGER_POLICY_FIELDS: Record<string, readonly string[]> = Object.fromEntries(FAMILIES.map((f) => [f.type, integerFields(f.policy.schema)]));
 
 function jsonInteger(v: unknown): unknown {
   if (typeof v !== 'string' || !/^\d+$/.test(v)) return v;
@@ -145,13 +145,17 @@ const withNetworkData = FAMILIES.filter((f) => f.record.networkData);
 /** Every family's record fields, in family order. */
 const txFamilyFields: Shape<Tx> = Object.fromEntries(FAMILIES.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
 
-const documentedPolicies = FAMILIES.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
-const otherPolicies = FAMILIES.filter((f) => !f.policy.document).map((f) => f.label);
-/** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
-export const policyKinds = [
-  ...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`),
-  ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : []),
-].join(', or ');
+/** How policies are described: "an EVM policy, a Solana policy or a Stellar policy". */
+export const policyKindsOf = (families: readonly FamilySpec[]) => orList(families.map((f) => `${article(f.label)} ${f.label} policy`));
+const policyKinds = policyKindsOf(FAMILIES);
+
+/**
+ * A relayer's policies in a request body: the service checks them with the policy schema of the
+ * relayer's family; the document shows them all (RelayerPolicies).
+ */
+export const policiesField = z
+  .record(z.string(), z.unknown())
+  .meta({ description: `${policyKinds.charAt(0).toUpperCase()}${policyKinds.slice(1)} (config file format).`, $ref: '#/$defs/RelayerPolicies' } as never);
 
 /** JSON Schemas of the records, for the OpenAPI document's components. */
 export const recordSchemas: Record<string, JsonSchema> = {
@@ -175,16 +179,6 @@ export const recordSchemas: Record<string, JsonSchema> = {
     required: Object.keys(notificationShape),
   },
   RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
-  ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
-  RelayerPolicies: {
-    description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
-    // anyOf: the families' policy objects overlap (an empty object is a policy of each).
-    type: 'object',
-    anyOf: [
-      ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
-      ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
-    ],
-  },
   Pagination: {
     type: 'object',
     properties: {

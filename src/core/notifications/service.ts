@@ -28,10 +28,17 @@ const id = z
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 const url = urlText.min(1, 'required');
-const type = z.literal('webhook', { message: 'must be "webhook"' });
+const type = z.enum(['webhook']).meta({ id: 'NotificationType' });
 
-const createInput = z.object({ id: id.nullish(), type: type.nullish(), url, signingKey: z.string().nullish() }).strict();
-const updateInput = z.object({ type: type.nullish(), url: url.nullish(), signingKey: z.string().nullish() }).strict();
+export const createInput = z
+  .object({
+    id: id.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
+    type: type.nullish(),
+    url: url.meta({ description: 'The webhook URL (http or https).' }),
+    signingKey: z.string().nullish().meta({ description: 'Signs the webhook bodies (X-Signature); never returned.' }),
+  })
+  .strict();
+export const updateInput = z.object({ type: type.nullish(), url: url.nullish(), signingKey: z.string().nullish() }).strict();
 
 export type CreateNotificationInput = z.input<typeof createInput>;
 export type UpdateNotificationInput = z.input<typeof updateInput>;

@@ -33,7 +33,7 @@ const relayerId = z
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 
 // The config file's relayer entry, with the id optional (a new UUID) as the reference has it.
-const createEntry = relayerEntry.extend({ id: relayerId.optional() }).strict();
+export const createEntry = relayerEntry.extend({ id: relayerId.optional() }).strict();
 
 const snake = (i: CreateRelayerInput) =>
   Object.fromEntries(

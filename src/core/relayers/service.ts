@@ -55,11 +55,11 @@ export async function listRelayers(rt: Runtime, page?: number | null, perPage?: 
 const rpcConfig = z
   .object({
     url: urlText.regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
-    weight: z.number().int().min(0).max(100).default(100),
+    weight: z.number().int().min(0).max(100).default(100).meta({ description: '0 to 100 (default 100).' }),
   })
   .strict();
 
-const updateInput = z
+export const updateInput = z
   .object({
     name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
     paused: z.boolean().optional(),
