@@ -146,7 +146,7 @@ describe('hostile input', () => {
     for (const bad of [[0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) {
       const body = Buffer.concat([Buffer.from(`${head}k${'x'.repeat(40)}`), Buffer.from(bad), Buffer.from(tail)]);
       const res = await svc.app.fetch(
-        new Request(`http://relayer.test${path}`, { method, headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body }),
+        new Request(`http://relayer.test${path}`, { method, headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: new Uint8Array(body) }),
       );
       await expectError(res, 400, 'Bad Request', new RegExp(`^${field}: must be valid UTF-8`));
     }
@@ -155,7 +155,7 @@ describe('hostile input', () => {
 
   it('invalid UTF-8 outside any string is a 400 naming the body; on /graphql a 400 too', async () => {
     const send = (path: string, body: Buffer) =>
-      svc.app.fetch(new Request(`http://relayer.test${path}`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body }));
+      svc.app.fetch(new Request(`http://relayer.test${path}`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: new Uint8Array(body) }));
     await expectError(await send('/api/v1/notifications', Buffer.from([0x7b, 0xff, 0x7d])), 400, 'Bad Request', /^body: must be valid UTF-8/);
     const gql = Buffer.concat([Buffer.from('{"query":"{ relayers { items { id } } }","x":"'), Buffer.from([0xff]), Buffer.from('"}')]);
     const res = await send('/graphql', gql);

@@ -109,22 +109,40 @@ function typeRef(schema: z.ZodType): unknown {
 
 type InputFieldBuilder = Parameters<Parameters<typeof builder.inputType>[1]['fields']>[0];
 
+/** What a field's GraphQL type is made from: the schema's kind, its integer format or its name. */
+function typeKey(schema: z.ZodType): string {
+  const s = core(schema);
+  const def = defOf(s);
+  if (def.type === 'array') return `[${typeKey(def.element!)}]`;
+  return scalarName(s) ?? infoOf(schema).name ?? (s.meta() as { id?: string } | undefined)?.id ?? 'JSON';
+}
+
 /**
- * The fields of every family's send request as one input (GraphQL takes one input for all shapes;
- * the service checks which fields belong to the relayer's type), by GraphQL name. None is required:
- * each shape's own rules are its family's. A field several families take is typed by the first.
+ * The fields of every family's send request in one object, by GraphQL name (GraphQL takes one
+ * input for all shapes; the service checks which fields belong to the relayer's type). A field
+ * several families take must have one GraphQL type in all of them.
  */
-export function sendInputFields(t: InputFieldBuilder, families: readonly FamilySpec[]) {
-  const out: Record<string, ReturnType<InputFieldBuilder['field']>> = {};
+export function sendFieldsOf(families: readonly FamilySpec[]): Record<string, { schema: z.ZodType; description?: string }> {
+  const out: Record<string, { schema: z.ZodType; description?: string }> = {};
   for (const family of families) {
     for (const [name, schema] of Object.entries(family.send.fields.shape) as [string, z.ZodType][]) {
       const key = camelName(name);
-      if (out[key]) continue;
-      const { description } = infoOf(schema);
-      out[key] = t.field({ type: typeRef(schema) as never, required: false, ...(description ? { description } : {}) });
+      const known = out[key];
+      if (known && typeKey(known.schema) !== typeKey(schema)) throw new Error(`send field ${name} is defined by two families with different types`);
+      out[key] = { schema: known?.schema ?? schema, description: known?.description ?? infoOf(schema).description };
     }
   }
   return out;
+}
+
+/** The send input's fields: none is required (each shape's own rules are its family's). */
+export function sendInputFields(t: InputFieldBuilder, families: readonly FamilySpec[]) {
+  return Object.fromEntries(
+    Object.entries(sendFieldsOf(families)).map(([key, f]) => [
+      key,
+      t.field({ type: typeRef(f.schema) as never, required: false, ...(f.description ? { description: f.description } : {}) }),
+    ]),
+  );
 }
 
 /** The GraphQL enum a family's send field declares under `name` (.meta({ id })). */
