@@ -12,10 +12,14 @@ export const camel = (s: string) => s.replace(/[_-]([a-z0-9])/g, (_, c: string) 
 /** A REST object's values under their GraphQL (camelCase) names. */
 export const graphqlNames = (value: Record<string, unknown>) => Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), v]));
 
+type NumberDef = { type: string; format?: string; checks?: { _zod: { def: { format?: string } } }[] };
+
 /** Whether a schema's values are integers (a query or path value is read as one). */
-function isInteger(schema: z.ZodType): boolean {
+export function isInteger(schema: z.ZodType): boolean {
   const s = unwrap(schema);
-  return !!integerFormatOf(s) || (s._zod.def.type === 'number' && /int/.test(String(s._zod.bag.format)));
+  const def = s._zod.def as NumberDef;
+  const formats = [def.format, ...(def.checks ?? []).map((c) => c._zod.def.format)];
+  return !!integerFormatOf(s) || (def.type === 'number' && formats.some((f) => f?.includes('int')));
 }
 
 /** Checks `value` against `schema`, adding each problem as "path: why". */

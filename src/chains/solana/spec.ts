@@ -8,7 +8,7 @@ import { solanaPolicySchema } from './policy.js';
 const solanaFields = z
   .object({
     transaction: z
-      .string('required')
+      .string({ error: (iss) => (iss.input === undefined ? 'required' : undefined) })
       .min(1, 'required')
       .meta({ description: 'Shape B (Solana), required: the base64 serialized transaction.' })
       .register(graphqlInfo, { description: 'Solana: base64 serialized transaction.' }),
