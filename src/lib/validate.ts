@@ -51,7 +51,7 @@ export const boundedInt = (min: bigint, max: bigint, label: IntegerFormat['forma
       }
       const n = BigInt(v);
       if (n < min) {
-        ctx.addIssue({ code: 'custom', message: `must be >= ${min}` });
+        ctx.addIssue({ code: 'custom', message: n < 0n || min === 0n ? `must be >= ${min > 0n ? 0n : min}` : `must be at least ${min}` });
         return z.NEVER;
       }
       if (n > max) {

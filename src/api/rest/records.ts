@@ -57,6 +57,9 @@ const txColumns: Record<RecordColumn, Out<Tx>> = {
   signature: { from: 'signature', schema: nullable(obj) },
 };
 
+/** Columns GraphQL gives as Long (a decimal string past 2^53): JSON numbers on REST, every digit kept. */
+const INTEGER_COLUMNS = new Set<string>(['nonce', 'gas_limit']);
+
 /** A row of a type no family has (not expected): its network type and the published fields. */
 const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], networkData: true };
 
@@ -74,7 +77,7 @@ function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
 export function transactionRecord(tx: Tx): Record<string, unknown> {
   const out = pick(txCommon, tx, {});
   const record = isNetworkType(tx.networkType) ? specOf(tx.networkType).record : unknownFamily;
-  for (const k of record.fields) out[k] = tx[txColumns[k].from] ?? null;
+  for (const k of record.fields) out[k] = INTEGER_COLUMNS.has(k) ? jsonInteger(tx[txColumns[k].from] ?? null) : (tx[txColumns[k].from] ?? null);
   if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
   return out;
 }

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { camelShape, defineFamily, graphqlInfo, validUntilInfo } from '../../core/family.js';
-import { evmAddress, hexData, int64, readStored, rfc3339, u128 } from '../../lib/validate.js';
+import { boundedInt, evmAddress, hexData, INT64_MAX, readStored, rfc3339, u128 } from '../../lib/validate.js';
 
 // The EVM family's contract (core/family.ts): what the rest of the service knows of it.
+
+/** The gas of a plain transfer: no transaction takes less. */
+export const TRANSFER_GAS = 21_000n;
 
 /** Pricing speeds, slowest first (fees.ts reads fee history percentiles in this order). */
 export const SPEEDS = ['safeLow', 'average', 'fast', 'fastest'] as const;
@@ -33,7 +36,9 @@ const evmFields = z
       .register(graphqlInfo, { description: 'EVM: wei to send (u128), required.' }),
     to: evmAddress.nullish().meta({ description: 'Shape A: recipient address; absent for contract creation.' }),
     data: hexData.nullish().meta({ description: 'Shape A: 0x-prefixed call data.' }),
-    gas_limit: int64.nullish().meta({ description: 'Shape A: int64, >= 0; estimated when absent (policy gas_limit_estimation).' }),
+    gas_limit: boundedInt(TRANSFER_GAS, INT64_MAX, 'int64')
+      .nullish()
+      .meta({ description: `Shape A: int64, >= ${TRANSFER_GAS}; estimated when absent (policy gas_limit_estimation).` }),
     gas_price: u128.optional().meta({ description: 'Shape A: legacy gas price (wei, >= 0).' }),
     max_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' }),
     max_priority_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' }),
@@ -42,7 +47,7 @@ const evmFields = z
       .meta({ id: 'Speed' })
       .optional()
       .meta({ description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' }),
-    valid_until: rfc3339.nullish().meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).' }).register(graphqlInfo, validUntilInfo),
+    valid_until: rfc3339.nullish().meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' }).register(graphqlInfo, validUntilInfo),
   })
   .strict();
 
