@@ -4,9 +4,9 @@ import type { DirectOps } from './relayers/direct.js';
 
 // The contract of a chain family: what the rest of the service needs to know about it to offer it
 // (network type, config, policies, send request, record, signer), without its pipeline. Each family
-// folder exports one (src/chains/<family>/spec.ts); src/chains/list.ts lists them, and the
-// network-type enum, the config checks, the GraphQL send input, the REST send shapes and the
-// OpenAPI document are derived from that list.
+// folder exports one (src/chains/<family>/spec.ts); src/chains/list.ts lists them. Its field sets
+// (network fields, policy, send fields) are zod schemas, each field described once: the config
+// checks, the REST checks, the GraphQL send input and the OpenAPI document are derived from them.
 
 /**
  * What GraphQL shows of a request field beyond its zod schema (which gives its type): its

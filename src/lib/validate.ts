@@ -37,9 +37,14 @@ export function unwrap(schema: z.ZodType): z.ZodType {
 /** The integer format of a schema, or undefined (see unwrap for one inside wrappers). */
 export const integerFormatOf = (schema: z.ZodType): IntegerFormat | undefined => integerFormats.get(schema._zod.def);
 
-const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'bigint' ? 'a number' : `${/^[aeiou]/.test(typeof v) ? 'an' : 'a'} ${typeof v}`);
+const kindOf = (v: unknown) =>
+  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'bigint' ? 'a number' : `${/^[aeiou]/.test(typeof v) ? 'an' : 'a'} ${typeof v}`;
 const integerMessage = (input: unknown) =>
-  input === undefined ? 'required' : input === null ? 'must not be null' : `must be an integer${typeof input === 'number' || typeof input === 'bigint' ? '' : `, got ${kindOf(input)}`}`;
+  input === undefined
+    ? 'required'
+    : input === null
+      ? 'must not be null'
+      : `must be an integer${typeof input === 'number' || typeof input === 'bigint' ? '' : `, got ${kindOf(input)}`}`;
 
 /** An integer given as a JSON number or bigint (never a string), within [min, max]. */
 export const boundedInt = (min: bigint, max: bigint, label: IntegerFormat['format']) =>
@@ -120,6 +125,7 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
 export const urlText = z
   .string()
   .max(2048)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses.
   .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not contain control characters');
 
 const EXPECTED: Record<string, string> = {

@@ -98,11 +98,11 @@ describe('chain families, listed once', () => {
   it('give every send field once, shared ones described with the shapes that take them', () => {
     const fields = sendFieldsOf(FAMILIES as readonly FamilySpec[]);
     const camel = (k: string) => k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    expect(Object.keys(fields)).toEqual(
-      FAMILIES.flatMap((f) => Object.keys(f.send.fields.shape).map(camel)).filter((k, i, all) => all.indexOf(k) === i),
-    );
+    expect(Object.keys(fields)).toEqual(FAMILIES.flatMap((f) => Object.keys(f.send.fields.shape).map(camel)).filter((k, i, all) => all.indexOf(k) === i));
     for (const type of ['evm', 'stellar']) {
-      expect((jsonSchemaOf(specOf(type).send.fields, {}).properties as Record<string, unknown>).valid_until).toMatchObject({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).' });
+      expect((jsonSchemaOf(specOf(type).send.fields, {}).properties as Record<string, unknown>).valid_until).toMatchObject({
+        description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).',
+      });
     }
   });
 

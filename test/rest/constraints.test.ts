@@ -33,19 +33,20 @@ const ids: Record<string, string> = {
 };
 
 /** Characters a text value may hold anywhere (no NUL, no lone surrogates, nothing a URL refuses). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters a plain value leaves out.
 const plain = (s: string) => !/[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/.test(s);
 
 const resolve = (doc: Doc, s: Json): Json => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
 const typesOf = (s: Json): string[] => (Array.isArray(s.type) ? s.type : s.type ? [s.type] : []);
 /** The schema without its null alternative. */
-const valueOf = (doc: Doc, s: Json): Json => {
+const nonNull = (doc: Doc, s: Json): Json => {
   const one = s.oneOf?.find((x: Json) => x.type !== 'null');
   return resolve(doc, one && s.oneOf.length === 2 ? one : s);
 };
 
 /** Values just inside and just outside each constraint of a schema. */
 function casesOf(doc: Doc, raw: Json, example: unknown, where: Case['in'], name: string, seed: number): Case[] {
-  const s = valueOf(doc, raw);
+  const s = nonNull(doc, raw);
   const types = typesOf(s).filter((t) => t !== 'null');
   const out: Case[] = [];
   const add = (value: unknown, inside: boolean, why: string) => out.push({ in: where, name, value, inside, why });
@@ -71,13 +72,20 @@ function casesOf(doc: Doc, raw: Json, example: unknown, where: Case['in'], name:
     const base = typeof example === 'string' ? example : undefined;
     const patterns = [s.pattern, ...(s.allOf ?? []).map((x: Json) => x.pattern)].filter(Boolean).map((p: string) => new RegExp(p));
     const fits = (v: string) =>
-      plain(v) && patterns.every((re) => re.test(v)) && (s.minLength === undefined || v.length >= s.minLength) && (s.maxLength === undefined || v.length <= s.maxLength);
+      plain(v) &&
+      patterns.every((re) => re.test(v)) &&
+      (s.minLength === undefined || v.length >= s.minLength) &&
+      (s.maxLength === undefined || v.length <= s.maxLength);
     // A URL or timestamp is made from the example (a pattern cannot say what a URL or a date is).
     const grow = (n: number) => (s.format === 'uri' && base ? `${base}${'a'.repeat(Math.max(0, n - base.length))}` : 'a'.repeat(n));
     if (s.format === 'date-time') add('2099-12-31T23:59:59Z', true, 'a date-time');
     else if (patterns.length && s.format !== 'uri') {
       const re = patterns[0];
-      for (const v of fc.sample(fc.stringMatching(re, { size: 'small' }), { numRuns: 30, seed }).filter(fits).slice(0, 3)) add(v, true, `matches ${re}`);
+      for (const v of fc
+        .sample(fc.stringMatching(re, { size: 'small' }), { numRuns: 30, seed })
+        .filter(fits)
+        .slice(0, 3))
+        add(v, true, `matches ${re}`);
     }
     if (patterns.length) {
       // (HTTP trims a header value's surrounding spaces.)
@@ -105,7 +113,8 @@ function casesOf(doc: Doc, raw: Json, example: unknown, where: Case['in'], name:
   }
   if (types[0] === 'array' && where === 'body') {
     if (s.minItems !== undefined && s.minItems > 0 && Array.isArray(example)) add([], false, `fewer than minItems ${s.minItems}`);
-    if (s.maxItems !== undefined && Array.isArray(example) && example.length) add(Array(s.maxItems + 1).fill(example[0]), false, `more than maxItems ${s.maxItems}`);
+    if (s.maxItems !== undefined && Array.isArray(example) && example.length)
+      add(Array(s.maxItems + 1).fill(example[0]), false, `more than maxItems ${s.maxItems}`);
     add('x', false, 'not an array');
   }
   if (types[0] === 'object' && where === 'body') add('x', false, 'not an object');

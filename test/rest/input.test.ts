@@ -146,7 +146,11 @@ describe('hostile input', () => {
     for (const bad of [[0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) {
       const body = Buffer.concat([Buffer.from(`${head}k${'x'.repeat(40)}`), Buffer.from(bad), Buffer.from(tail)]);
       const res = await svc.app.fetch(
-        new Request(`http://relayer.test${path}`, { method, headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: new Uint8Array(body) }),
+        new Request(`http://relayer.test${path}`, {
+          method,
+          headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' },
+          body: new Uint8Array(body),
+        }),
       );
       await expectError(res, 400, 'Bad Request', new RegExp(`^${field}: must be valid UTF-8`));
     }
@@ -155,7 +159,13 @@ describe('hostile input', () => {
 
   it('invalid UTF-8 outside any string is a 400 naming the body; on /graphql a 400 too', async () => {
     const send = (path: string, body: Buffer) =>
-      svc.app.fetch(new Request(`http://relayer.test${path}`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: new Uint8Array(body) }));
+      svc.app.fetch(
+        new Request(`http://relayer.test${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' },
+          body: new Uint8Array(body),
+        }),
+      );
     await expectError(await send('/api/v1/notifications', Buffer.from([0x7b, 0xff, 0x7d])), 400, 'Bad Request', /^body: must be valid UTF-8/);
     const gql = Buffer.concat([Buffer.from('{"query":"{ relayers { items { id } } }","x":"'), Buffer.from([0xff]), Buffer.from('"}')]);
     const res = await send('/graphql', gql);
@@ -169,7 +179,13 @@ describe('hostile input', () => {
     ['PATCH', '/api/v1/relayers/evm-relayer', (u: string) => ({ custom_rpc_urls: [{ url: u }] }), 'custom_rpc_urls[0].url'],
   ])('%s %s: a control character in a URL is a 400 naming the field', async (method, path, body, field) => {
     for (const c of ['\t', '\n', '\r', '\u0001', '\u007f', '\u0085']) {
-      await refused(method, path, body(`https://example.com/a${c}b`), 400, new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}: must not contain control characters`));
+      await refused(
+        method,
+        path,
+        body(`https://example.com/a${c}b`),
+        400,
+        new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}: must not contain control characters`),
+      );
     }
   });
 

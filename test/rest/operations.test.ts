@@ -156,7 +156,8 @@ describe('REST operations', () => {
         Object.values(j).forEach(walk);
       }
     };
-    for (const r of routes) [...Object.values(r.query?.shape ?? {}), ...(r.body && !r.body.json ? [r.body.schema] : [])].forEach((f) => walk(json(f as z.ZodType)));
+    for (const r of routes)
+      [...Object.values(r.query?.shape ?? {}), ...(r.body && !r.body.json ? [r.body.schema] : [])].forEach((f) => walk(json(f as z.ZodType)));
   });
 
   it('the rate limit applies to the spec routes 4.1-4.3 and to no read or notification route', () => {

@@ -54,7 +54,7 @@ function objectFields(schema: z.ZodType): Map<string, { types: z.ZodType[]; requ
       fields.set(k, f);
     }
   }
-  for (const [k, f] of fields) f.required = f.types.length === members.length && f.types.every((t) => !t.safeParse(undefined).success);
+  for (const f of fields.values()) f.required = f.types.length === members.length && f.types.every((t) => !t.safeParse(undefined).success);
   return fields;
 }
 

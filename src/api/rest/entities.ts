@@ -64,7 +64,6 @@ function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== null));
 }
 
-
 export const entityRoutes: Route[] = [
   route({
     id: 'readiness',

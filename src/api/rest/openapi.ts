@@ -24,7 +24,11 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
  * its transforms.
  */
 export function jsonSchemaOf(schema: z.ZodType, defs: Record<string, JsonSchema>): JsonSchema {
-  const { $schema: _, $defs, ...out } = z.toJSONSchema(schema, {
+  const {
+    $schema: _,
+    $defs,
+    ...out
+  } = z.toJSONSchema(schema, {
     io: 'input',
     unrepresentable: 'any',
     reused: 'inline',

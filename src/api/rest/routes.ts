@@ -203,7 +203,9 @@ export const routes: Route[] = [
     document: RestListTransactionsDocument,
     field: { type: 'Query', name: 'relayerTransactions' },
     pathParams: relayerId,
-    query: paging.extend({ status: z.enum(TransactionStatus).meta({ id: 'TransactionStatus' }).optional().meta({ description: 'Only transactions with this status.' }) }),
+    query: paging.extend({
+      status: z.enum(TransactionStatus).meta({ id: 'TransactionStatus' }).optional().meta({ description: 'Only transactions with this status.' }),
+    }),
     status: 200,
     response: { schema: 'Transaction', list: true },
     errors: [404],

@@ -42,12 +42,11 @@ const evmFields = z
     gas_price: u128.optional().meta({ description: 'Shape A: legacy gas price (wei, >= 0).' }),
     max_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' }),
     max_priority_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' }),
-    speed: z
-      .enum(SPEEDS)
-      .meta({ id: 'Speed' })
-      .optional()
-      .meta({ description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' }),
-    valid_until: rfc3339.nullish().meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' }).register(graphqlInfo, validUntilInfo),
+    speed: z.enum(SPEEDS).meta({ id: 'Speed' }).optional().meta({ description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' }),
+    valid_until: rfc3339
+      .nullish()
+      .meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' })
+      .register(graphqlInfo, validUntilInfo),
   })
   .strict();
 

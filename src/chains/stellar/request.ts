@@ -65,19 +65,21 @@ const operation = z.discriminatedUnion('type', [
   }),
 ]);
 
-const memo = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('none') }),
-  z.strictObject({
-    type: z.literal('text'),
-    value: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= 28, 'must be at most 28 bytes of UTF-8'),
-  }),
-  z.strictObject({
-    type: z.literal('id'),
-    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
-  }),
-  z.strictObject({ type: z.literal('hash'), value: bytes32 }),
-  z.strictObject({ type: z.literal('return'), value: bytes32 }),
-]).register(graphqlInfo, { name: 'MemoInput' });
+const memo = z
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('none') }),
+    z.strictObject({
+      type: z.literal('text'),
+      value: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= 28, 'must be at most 28 bytes of UTF-8'),
+    }),
+    z.strictObject({
+      type: z.literal('id'),
+      value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+    }),
+    z.strictObject({ type: z.literal('hash'), value: bytes32 }),
+    z.strictObject({ type: z.literal('return'), value: bytes32 }),
+  ])
+  .register(graphqlInfo, { name: 'MemoInput' });
 
 export const stellarTransactionRequestSchema = z
   .strictObject({

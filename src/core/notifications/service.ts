@@ -28,7 +28,10 @@ const id = z
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 // As far as a schema can tell (the OpenAPI document shows it); checkWebhookUrl adds what needs DNS.
-const url = urlText.min(1, 'required').url({ message: 'must be a valid URL' }).regex(/^https?:\/\//i, 'must be an http(s) URL');
+const url = urlText
+  .min(1, 'required')
+  .url({ message: 'must be a valid URL' })
+  .regex(/^https?:\/\//i, 'must be an http(s) URL');
 const type = z.enum(['webhook']).meta({ id: 'NotificationType' });
 
 export const createInput = z
