@@ -31,7 +31,8 @@ const id = z
 const url = urlText
   .min(1, 'required')
   .url({ message: 'must be a valid URL' })
-  .regex(/^https?:\/\//i, 'must be an http(s) URL');
+  .regex(/^https?:\/\//i, 'must be an http(s) URL')
+  .meta({ format: 'uri' });
 const type = z.enum(['webhook']).meta({ id: 'NotificationType' });
 
 export const createInput = z
