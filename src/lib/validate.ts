@@ -49,11 +49,8 @@ const integerMessage = (input: unknown) =>
 /** An integer given as a JSON number or bigint (never a string), within [min, max]. */
 export const boundedInt = (min: bigint, max: bigint, label: IntegerFormat['format']) =>
   asInteger(
-    z.union([z.number(), z.bigint()], { error: (iss) => integerMessage(iss.input) }).transform((v, ctx) => {
-      if (typeof v === 'number' && !Number.isInteger(v)) {
-        ctx.addIssue({ code: 'custom', message: 'must be an integer' });
-        return z.NEVER;
-      }
+    // z.number().int(): a fraction (or a number read inexactly, NaN) is no integer at all.
+    z.union([z.number().int(), z.bigint()], { error: (iss) => integerMessage(iss.input) }).transform((v, ctx) => {
       const n = BigInt(v);
       if (n < min) {
         ctx.addIssue({ code: 'custom', message: n < 0n || min === 0n ? `must be >= ${min > 0n ? 0n : min}` : `must be at least ${min}` });
@@ -167,8 +164,8 @@ export const jsonMessages: z.core.$ZodErrorMap = (iss) => {
 const shown = (k: string) => (k.length > 64 ? `${k.slice(0, 64)}…` : k);
 
 /** Each issue as "path: why" (paths as `a.b[0]` under `prefix`), an unknown field as "name: unknown field". */
-export function issueTexts(error: z.ZodError, prefix = ''): string[] {
-  return error.issues.flatMap((i) => {
+export function issueTexts(issues: readonly z.core.$ZodIssue[], prefix = ''): string[] {
+  return issues.flatMap((i) => {
     const path = i.path.reduce<string>((p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : p ? `${p}.${String(seg)}` : String(seg)), prefix);
     if (i.code === 'unrecognized_keys') return i.keys.map((k) => `${path ? `${path}.` : ''}${shown(k)}: unknown field`);
     return [path ? `${path}: ${i.message}` : i.message];

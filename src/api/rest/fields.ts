@@ -22,10 +22,18 @@ export function isInteger(schema: z.ZodType): boolean {
   return !!integerFormatOf(s) || (def.type === 'number' && formats.some((f) => f?.includes('int')));
 }
 
-/** Checks `value` against `schema`, adding each problem as "path: why". */
-export function check(schema: z.ZodType, value: unknown, path: string, issues: string[]): void {
+const TYPE_CODES = new Set(['invalid_type', 'unrecognized_keys', 'invalid_value', 'invalid_union']);
+
+/**
+ * Problems of a value's type: what GraphQL could not carry in that field (its type, an enum
+ * member, an input object's fields). Inside a list (of JSON values, in GraphQL) only the type.
+ */
+export const typeProblem = (i: z.core.$ZodIssue) => (i.path.some((p) => typeof p === 'number') ? i.code === 'invalid_type' : TYPE_CODES.has(i.code));
+
+/** Checks `value` against `schema`, adding each problem (or each that `only` keeps) as "path: why". */
+export function check(schema: z.ZodType, value: unknown, path: string, issues: string[], only: (i: z.core.$ZodIssue) => boolean = () => true): void {
   const result = schema.safeParse(value, { error: jsonMessages });
-  if (!result.success) issues.push(...issueTexts(result.error, path));
+  if (!result.success) issues.push(...issueTexts(result.error.issues.filter(only), path));
 }
 
 /** A query or path value (always text) read as its schema's type, then checked. */

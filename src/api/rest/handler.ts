@@ -13,7 +13,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './direct.js';
 import { fail, json, ok } from './envelope.js';
-import { camel, check, fromText, graphqlNames } from './fields.js';
+import { camel, check, fromText, graphqlNames, typeProblem } from './fields.js';
 import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { routes as routeTable, type Route } from './routes.js';
@@ -190,7 +190,9 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
       const body = readBody(text, issues, !!route.body.json);
       if (body && route.body.json) variables[route.body.variable] = body;
       else if (body) {
-        check(route.body.schema, body, '', issues);
+        // A body of several shapes: here only what GraphQL could not carry; the shape of the
+        // relayer's type (one the document shows) is checked by the service.
+        check(route.body.schema, body, '', issues, route.body.shapes ? typeProblem : undefined);
         variables[route.body.variable] = graphqlNames(body);
       }
     }

@@ -1,7 +1,7 @@
 import { StrKey } from '@stellar/stellar-sdk';
 import { z } from 'zod';
 import { graphqlInfo, validUntilInfo } from '../../core/family.js';
-import { boundedInt } from '../../lib/validate.js';
+import { boundedInt, jsonMessages } from '../../lib/validate.js';
 import { StellarRequestError } from './errors.js';
 
 // The Stellar send-transaction request ("shape C"), in the spec's field names: the one place its
@@ -136,7 +136,7 @@ function pathString(path: PropertyKey[]): string {
  * bad field as "field: why", its `field` naming the first.
  */
 export function parseStellarRequest(body: unknown): StellarTransactionRequest {
-  const res = stellarTransactionRequestSchema.safeParse(body);
+  const res = stellarTransactionRequestSchema.safeParse(body, { error: jsonMessages });
   if (res.success) return res.data;
   const issues = res.error.issues.map((i) => {
     const field = pathString(i.path) || 'request';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { invalid } from '../errors.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, jsonMessages } from '../../lib/validate.js';
 import { specOf, type NetworkType, type SpecOf } from '../../chains/families.js';
 
 // The request shapes of the send route (spec 4.1), one per chain family (its spec.ts), selected by
@@ -16,7 +16,7 @@ const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 /** Validates a send request for a relayer of `type`, naming fields as the REST spec does. */
 export function parseShape<T extends NetworkType>(type: T, input: Record<string, unknown>): ShapeOf<T> {
   const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  const result = specOf(type).send.schema.safeParse(defined);
+  const result = specOf(type).send.schema.safeParse(defined, { error: jsonMessages });
   if (!result.success) {
     const detail = result.error.issues
       .map((i) => {
