@@ -7,6 +7,25 @@ export function isJsonContentType(value: string | null): boolean {
   return type === 'application/json' || /^application\/[a-z0-9!#$&^_.-]+\+json$/.test(type);
 }
 
+/** A body whose bytes are not UTF-8; `text` is it decoded with U+FFFD for each bad sequence, to name the fields. */
+export class InvalidUtf8 extends Error {
+  constructor(readonly text: string) {
+    super('the body is not valid UTF-8');
+  }
+}
+
+// Fatal: bytes that are not UTF-8 are refused, never replaced (the value stored would not be the one
+// sent). ignoreBOM keeps a leading BOM in the text, so the JSON parser refuses it as it always has.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function decode(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new InvalidUtf8(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  }
+}
+
 export class BodyTooLarge extends Error {
   constructor(readonly limit: number) {
     super(`the body is larger than ${limit} bytes`);
@@ -15,7 +34,7 @@ export class BodyTooLarge extends Error {
 
 /**
  * The body as UTF-8 text, read no further than `limit` bytes (a Content-Length above it is refused
- * before reading): throws BodyTooLarge.
+ * before reading): throws BodyTooLarge, or InvalidUtf8 for bytes that are not UTF-8.
  */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
   const length = request.headers.get('content-length');
@@ -26,7 +45,7 @@ export async function readBodyText(request: Request, limit: number): Promise<str
   if (length !== null) {
     const bytes = Buffer.from(await request.arrayBuffer());
     if (bytes.byteLength > limit) throw new BodyTooLarge(limit);
-    return bytes.toString('utf8');
+    return decode(bytes);
   }
   if (!request.body) return '';
   const reader = request.body.getReader();
@@ -42,5 +61,5 @@ export async function readBodyText(request: Request, limit: number): Promise<str
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return decode(Buffer.concat(chunks));
 }

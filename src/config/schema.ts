@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { rpcUrl } from '../core/networks.js';
 import type { FamilySpecs, NetworkType } from '../core/registry.js';
+import { urlText } from '../lib/validate.js';
 
 // The config file format of OpenZeppelin Relayer, so a team moving from it keeps its file.
 
@@ -10,7 +11,7 @@ export const secret = z.union([
 ]);
 export type Secret = z.infer<typeof secret>;
 
-export const rpcConfig = z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
+export const rpcConfig = z.object({ url: urlText.url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
 
 const networkBase = {
   network: z.string().min(1),
@@ -50,7 +51,7 @@ export const notificationEntry = z
   .object({
     id: z.string().min(1),
     type: z.literal('webhook').default('webhook'),
-    url: z.string().url(),
+    url: urlText.url(),
     signing_key: secret.nullish(),
   })
   .passthrough();

@@ -1,42 +1,18 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { SignerKind } from '../signers/index.js';
 import type { DirectOps } from './relayers/sign-and-forward.js';
 
 // The contract of a chain family: what the rest of the service needs to know about it to offer it
 // (network type, config, policies, send request, record, signer), without its pipeline. Each family
-// folder exports one (src/chains/<family>/spec.ts); src/chains/list.ts lists them, and the
-// network-type enum, the config checks, the GraphQL send input, the REST send shapes and the
-// OpenAPI document are derived from that list.
+// folder exports one (src/chains/<family>/spec.ts); src/chains/list.ts lists them. Its field sets
+// (network fields, policy, send fields) are zod schemas, each field described once: the config
+// checks, the REST checks, the GraphQL send input and the OpenAPI document are derived from them.
 
-/** The type of a request field, for GraphQL (input types), REST (JSON checks) and OpenAPI alike. */
-export type FieldType =
-  /** Unsigned 128-bit integer: GraphQL BigInt, a JSON number with every digit. */
-  | { kind: 'u128' }
-  /** Signed 64-bit integer: GraphQL Long. */
-  | { kind: 'int64' }
-  | { kind: 'string'; format?: 'date-time' }
-  | { kind: 'boolean' }
-  /** Any JSON value. */
-  | { kind: 'any' }
-  /** A string from a fixed set: a GraphQL enum named `name`. */
-  | { kind: 'enum'; name: string; values: readonly string[] }
-  /** An object: with `fields`, a GraphQL input type named `name`; without, any JSON object (GraphQL JSON). */
-  | { kind: 'object'; name?: string; fields?: Record<string, RequestField> }
-  | { kind: 'list'; items: FieldType };
-
-export interface RequestField {
-  type: FieldType;
-  /** Required in its object (for a send request: in the family's shape). */
-  required?: boolean;
-  /** null is accepted (as absent) on REST. */
-  nullable?: boolean;
-  /** REST and OpenAPI description. */
-  description?: string;
-  /** GraphQL description, when the field has one there. */
-  gqlDescription?: string;
-  /** The GraphQL name; default the camelCase of the REST (snake_case) name. */
-  gql?: string;
-}
+/**
+ * What GraphQL shows of a request field beyond its zod schema (which gives its type): its
+ * description there, and the input type name of an object or union of objects.
+ */
+export const graphqlInfo = z.registry<{ description?: string; name?: string }>();
 
 export interface FamilySpec<T extends string = string, Req extends z.ZodType = z.ZodType> {
   /** The network type: relayers' network_type, config networks' type, a value of the NetworkType enum. */
@@ -53,12 +29,13 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
     probe: string;
   };
   policy: {
-    /** Validates a relayer's policies (config file format, snake_case). */
-    schema: z.ZodType<Record<string, unknown>>;
-    /** Integer fields stored as decimal strings; REST shows them as JSON numbers. */
-    integers?: readonly string[];
-    /** The policy object's JSON Schema for the OpenAPI document, when it is spelled out there. */
-    document?: { name: string; schema: Record<string, unknown> };
+    /**
+     * A relayer's policies (config file format, snake_case): what config, GraphQL and REST check, and
+     * what the OpenAPI document shows. Its integer fields (u128) are stored as decimal strings.
+     */
+    schema: z.ZodObject;
+    /** Its OpenAPI component name. */
+    name: string;
   };
   /** The send request (one of the spec's shapes A, B, C, ...). */
   send: {
@@ -71,9 +48,12 @@ export interface FamilySpec<T extends string = string, Req extends z.ZodType = z
     summary: string;
     /** Its main fields, for the REST route's description ("(`transaction`)"). */
     restHint?: string;
-    /** Its fields by REST name; a field several families share is the same object (sharedSendFields). */
-    fields: Record<string, RequestField>;
-    /** Validates a request given in GraphQL field names (absent fields left out). */
+    /**
+     * Its fields by REST (snake_case) name, each with its type, constraints and description: the
+     * source of the REST check, the OpenAPI shape, and the GraphQL input (graphqlInfo adds to it).
+     */
+    fields: z.ZodObject;
+    /** Validates a request given in GraphQL field names (absent fields left out): `fields` under camelCase names, and the shape's rules. */
     schema: Req;
   };
   /**
@@ -108,38 +88,15 @@ export const defineFamily = <const T extends string, Req extends z.ZodType>(spec
 /** How long a transaction may wait to be mined when the request gives no valid_until: 8 hours. */
 export const DEFAULT_VALIDITY_MS = 8 * 60 * 60 * 1000;
 
-/** Send fields more than one family takes: one definition, so the merged surfaces agree (see sendFieldsOf). */
-export const sharedSendFields = {
-  valid_until: {
-    type: { kind: 'string', format: 'date-time' },
-    nullable: true,
-    description: 'RFC 3339 expiry (default 8 hours).',
-    gqlDescription: 'RFC 3339; default 8 hours from now.',
-  },
-} satisfies Record<string, RequestField>;
+/** The expiry field shapes A and C take, as GraphQL describes it. */
+export const validUntilInfo = { description: 'RFC 3339; default 8 hours from now.' };
 
-const shared = new Set<RequestField>(Object.values(sharedSendFields));
+type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 
-/**
- * The fields of every family's send request in one object (GraphQL and REST take one input for
- * all shapes; the service checks which fields belong to the relayer's type), in family order.
- * Shared fields are described with the shapes that take them ("Shapes A and C: ...").
- */
-export function sendFieldsOf(specs: readonly FamilySpec[]): Record<string, RequestField> {
-  const out: Record<string, RequestField> = {};
-  const letters = new Map<string, string[]>();
-  for (const spec of specs) {
-    for (const [name, field] of Object.entries(spec.send.fields)) {
-      if (out[name] && out[name] !== field) throw new Error(`send field ${name} is defined by two families; share one definition (sharedSendFields)`);
-      out[name] = field;
-      letters.set(name, [...(letters.get(name) ?? []), spec.send.letter]);
-    }
-  }
-  for (const [name, field] of Object.entries(out)) {
-    if (!shared.has(field)) continue;
-    const l = letters.get(name)!;
-    const which = l.length === 1 ? `Shape ${l[0]}` : `Shapes ${l.slice(0, -1).join(', ')} and ${l[l.length - 1]}`;
-    out[name] = { ...field, description: `${which}: ${field.description}` };
-  }
-  return out;
+/** A field's GraphQL name: the camelCase of its REST (snake_case) name. */
+export const camelName = <S extends string>(s: S) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) as Camel<S>;
+
+/** A REST object shape under its GraphQL names. */
+export function camelShape<T extends z.ZodRawShape>(shape: T): { [K in keyof T as Camel<K & string>]: T[K] } {
+  return Object.fromEntries(Object.entries(shape).map(([k, v]) => [camelName(k), v])) as never;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { NetworkType } from '../chains/list.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { describeIssues } from '../lib/validate.js';
+import { describeIssues, urlText } from '../lib/validate.js';
 import { invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
@@ -35,7 +35,7 @@ export interface Network {
 export const networkKey = (type: string, name: string) => `${type}:${name}`;
 
 /** An RPC URL as the config file and the API take it: a URL, or a URL with its weight. */
-export const rpcUrl = z.union([z.string().url(), z.object({ url: z.string().url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
+export const rpcUrl = z.union([urlText.url(), z.object({ url: urlText.url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const networkNotFound = (id: string) => notFound(`Network with ID ${id} not found`);
 
@@ -72,7 +72,9 @@ export function maskRpcUrl(url: string): string {
   }
 }
 
-const updateInput = z.object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at least one URL').max(20).nullish() }).strict();
+export const updateInput = z
+  .object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at least one URL').max(20).nullish().meta({ description: 'URLs, or `{ url, weight }` objects.' }) })
+  .strict();
 export type UpdateNetworkInput = { rpcUrls?: unknown[] | null };
 
 export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetworkInput): Promise<NetworkView> {

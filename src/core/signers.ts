@@ -38,21 +38,24 @@ const hexKey = z
   .transform((k) => Uint8Array.from(Buffer.from(k.replace(/^0x/, ''), 'hex')));
 const keyConfig = z
   .object({
-    key: hexKey.optional(),
-    keystore: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
-    passphrase: z.string().min(1).optional(),
+    key: hexKey.optional().meta({ description: 'type `plain`: the 32-byte private key in hex.' }),
+    keystore: z
+      .union([z.string().min(1), z.record(z.string(), z.unknown())])
+      .optional()
+      .meta({ description: 'type `local`: a V3 keystore (object or JSON text).' }),
+    passphrase: z.string().min(1).optional().meta({ description: "The keystore's passphrase." }),
   })
   .strict();
 
-const createInput = z
+export const createInput = z
   .object({
-    id: signerId.nullish(),
+    id: signerId.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
     // "plain" takes a raw key (the reference's name); "local" a keystore, or nothing for a new key.
-    type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }),
+    type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }).meta({ description: '`local` or `plain`.' }),
     config: keyConfig.nullish(),
   })
   .strict();
-const updateInput = z.object({ type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }).nullish(), config: keyConfig }).strict();
+export const updateInput = z.object({ type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }).nullish(), config: keyConfig }).strict();
 
 export type CreateSignerInput = z.input<typeof createInput>;
 export type UpdateSignerInput = z.input<typeof updateInput>;

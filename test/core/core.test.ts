@@ -3,7 +3,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { relayerEntry as relayerEntryOf } from '../../src/core/relayers/entry.js';
 import { conflict, invalid, notFound, unavailable } from '../../src/core/domain-error.js';
-import { defineFamily, sendFieldsOf, sharedSendFields, type FamilySpec } from '../../src/core/family-spec.js';
+import { defineFamily, type FamilySpec } from '../../src/core/family-spec.js';
+import { sendFieldsOf } from '../../src/api/graphql/fields.js';
+import { jsonSchemaOf } from '../../src/api/rest/openapi.js';
 import { createState, slot } from '../../src/core/state.js';
 import { fromDomainError, maskError, rateLimited } from '../../src/api/graphql/app-error.js';
 import { ExpiringMap } from '../../src/lib/expiring.js';
@@ -114,9 +116,13 @@ describe('chain families, listed once', () => {
 
   it('give every send field once, shared ones described with the shapes that take them', () => {
     const fields = sendFieldsOf(FAMILIES as readonly FamilySpec[]);
-    expect(Object.keys(fields)).toEqual(FAMILIES.flatMap((f) => Object.keys(f.send.fields)).filter((k, i, all) => all.indexOf(k) === i));
-    expect(fields.valid_until.description).toBe('Shapes A and C: RFC 3339 expiry (default 8 hours).');
-    expect(specOf('evm').send.fields.valid_until).toBe(sharedSendFields.valid_until);
+    const camel = (k: string) => k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    expect(Object.keys(fields)).toEqual(FAMILIES.flatMap((f) => Object.keys(f.send.fields.shape).map(camel)).filter((k, i, all) => all.indexOf(k) === i));
+    for (const type of ['evm', 'stellar']) {
+      expect((jsonSchemaOf(specOf(type).send.fields, {}).properties as Record<string, unknown>).valid_until).toMatchObject({
+        description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).',
+      });
+    }
   });
 
   it('take a fourth family from its spec alone, and refuse two definitions of one field', () => {
@@ -125,22 +131,25 @@ describe('chain families, listed once', () => {
       label: 'Tron',
       signerKind: 'evm',
       network: { fields: {}, probe: 'getHealth' },
-      policy: { schema: z.object({}).strict() },
+      policy: { schema: z.object({}).strict(), name: 'TronPolicy' },
       send: {
         letter: 'D',
         name: 'TronTransactionRequest',
         description: 'Shape D, for Tron relayers.',
         summary: 'Tron relayers `raw_data`',
-        fields: { raw_data: { type: { kind: 'string' }, required: true, description: 'Shape D (Tron), required.' }, valid_until: sharedSendFields.valid_until },
+        fields: z.strictObject({
+          raw_data: z.string().meta({ description: 'Shape D (Tron), required.' }),
+          valid_until: z.string().optional().meta({ description: 'Shapes A, C and D: RFC 3339 expiry (default 8 hours).' }),
+        }),
         schema: z.object({ rawData: z.string() }).strict(),
       },
       record: { fields: ['network_type', 'from'], networkData: true },
       load: async () => ({}),
     });
     const fields = sendFieldsOf([...(FAMILIES as readonly FamilySpec[]), tron]);
-    expect(fields.raw_data.description).toBe('Shape D (Tron), required.');
-    expect(fields.valid_until.description).toBe('Shapes A, C and D: RFC 3339 expiry (default 8 hours).');
-    const clash = { ...tron, send: { ...tron.send, fields: { value: { type: { kind: 'string' as const } } } } };
+    expect(z.globalRegistry.get(fields.rawData.schema)?.description).toBe('Shape D (Tron), required.');
+    expect(Object.keys(fields)).toContain('validUntil');
+    const clash = { ...tron, send: { ...tron.send, fields: z.strictObject({ value: z.string() }) } };
     expect(() => sendFieldsOf([...(FAMILIES as readonly FamilySpec[]), clash])).toThrow(/value is defined by two families/);
   });
 });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../src/lib/json.js';
-import type { Field } from '../../src/api/rest/fields.js';
+import type { z } from 'zod';
+import { jsonSchemaOf } from '../../src/api/rest/openapi.js';
 import type { Route } from '../../src/api/rest/routes.js';
 import { FUZZ_MAX_BODY_BYTES, runHostile } from '../support/hostile.js';
 import type { TestService } from '../support/service.js';
@@ -57,13 +58,22 @@ const jsonish: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   ),
 })).value;
 
+type Json = Record<string, any>;
+/** A body field's JSON Schema as the document shows it. */
+const fieldSchema = (r: Route, name: string): Json => jsonSchemaOf(r.body!.schema.shape[name] as z.ZodType, {});
+const kindOf = (j: Json): string => {
+  const t = (Array.isArray(j.type) ? j.type : j.type ? [j.type] : []).filter((x: string) => x !== 'null');
+  return j.$ref ? 'enum' : (t[0] ?? 'any');
+};
+const nullable = (j: Json) => (Array.isArray(j.type) && j.type.includes('null')) || (j.oneOf ?? []).some((x: Json) => x.type === 'null');
+
 /** A value of the wrong JSON type for a field, so a body carrying it is invalid by construction. */
-function wrongFor(f: Field): fc.Arbitrary<unknown> {
+function wrongFor(f: Json): fc.Arbitrary<unknown> {
   const str = fc.string({ maxLength: 10 });
   const obj = fc.dictionary(fc.string({ maxLength: 5 }), scalar, { maxKeys: 2 });
   const arr = fc.array(scalar, { maxLength: 3 });
-  const nul = f.nullable ? [] : [fc.constant(null)];
-  switch (f.type.kind) {
+  const nul = nullable(f) ? [] : [fc.constant(null)];
+  switch (kindOf(f)) {
     case 'integer':
       return fc.oneof(
         str,
@@ -73,17 +83,17 @@ function wrongFor(f: Field): fc.Arbitrary<unknown> {
         obj,
         ...nul,
       );
+    case 'enum':
+      return fc.oneof(fc.integer(), fc.boolean(), arr, obj, fc.constant('not-a-member'), ...nul);
     case 'string':
-      return f.type.enumOf
-        ? fc.oneof(fc.integer(), fc.boolean(), arr, obj, fc.constant('not-a-member'), ...nul)
-        : fc.oneof(fc.integer(), fc.boolean(), arr, obj, ...nul);
+      return fc.oneof(fc.integer(), fc.boolean(), arr, obj, ...nul);
     case 'boolean':
       return fc.oneof(str, fc.integer(), arr, obj, ...nul);
     case 'object':
       return fc.oneof(str, fc.integer(), fc.boolean(), arr, ...nul);
     case 'array':
       return fc.oneof(str, fc.integer(), fc.boolean(), obj, ...nul);
-    case 'any':
+    default:
       return fc.constant(undefined);
   }
 }
@@ -123,7 +133,7 @@ function requests(r: Route) {
     .map((pairs) => (pairs.length ? `?${new URLSearchParams(pairs).toString()}` : ''));
   const slash = fc.boolean().map((b) => (b ? '/' : ''));
 
-  const fieldNames = Object.keys(r.body?.fields ?? {}).filter((n) => r.body!.fields[n].type.kind !== 'any');
+  const fieldNames = Object.keys(r.body?.json ? {} : (r.body?.schema.shape ?? {})).filter((n) => kindOf(fieldSchema(r, n)) !== 'any');
   const broken: fc.Arbitrary<{ body: string; invalid: boolean }>[] = [
     fc.string({ maxLength: 40 }).map((s) => ({ body: s, invalid: true })),
     jsonish.map((v) => ({ body: stringifyJson(v), invalid: false })),
@@ -133,14 +143,14 @@ function requests(r: Route) {
       broken.push(
         fc
           .tuple(fc.constantFrom(...examples(r)), fc.constantFrom(...fieldNames))
-          .chain(([ex, name]) => wrongFor(r.body!.fields[name]).map((bad) => ({ body: stringifyJson({ ...ex, [name]: bad }), invalid: true }))),
+          .chain(([ex, name]) => wrongFor(fieldSchema(r, name)).map((bad) => ({ body: stringifyJson({ ...ex, [name]: bad }), invalid: true }))),
       );
     }
     broken.push(
       fc
         .tuple(
           fc.constantFrom(...examples(r)),
-          fc.string({ minLength: 1, maxLength: 10 }).filter((k) => !(k in r.body!.fields)),
+          fc.string({ minLength: 1, maxLength: 10 }).filter((k) => !(k in r.body!.schema.shape)),
           scalar,
         )
         .map(([ex, key, v]) => ({ body: stringifyJson({ ...ex, [key]: v }), invalid: true })),

@@ -146,6 +146,67 @@ describe('hostile input', () => {
     }
   });
 
+  // Bytes that are not UTF-8 were once replaced by U+FFFD and stored: the key kept was not the one sent.
+  it.each([
+    ['POST', '/api/v1/notifications', '{"id":"utf8","url":"https://example.com","signing_key":"', '"}', 'signing_key'],
+    ['PATCH', '/api/v1/notifications/hook', '{"signing_key":"', '"}', 'signing_key'],
+    ['PATCH', '/api/v1/relayers/evm-relayer', '{"name":"', '"}', 'name'],
+  ])('%s %s: invalid UTF-8 in a field is a 400 naming it, nothing stored', async (method, path, head, tail, field) => {
+    const before = await dbState(svc.rt);
+    for (const bad of [[0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) {
+      const body = Buffer.concat([Buffer.from(`${head}k${'x'.repeat(40)}`), Buffer.from(bad), Buffer.from(tail)]);
+      const res = await svc.app.fetch(
+        new Request(`http://relayer.test${path}`, {
+          method,
+          headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' },
+          body: new Uint8Array(body),
+        }),
+      );
+      await expectError(res, 400, 'Bad Request', new RegExp(`^${field}: must be valid UTF-8`));
+    }
+    expect(await dbState(svc.rt)).toBe(before);
+  });
+
+  it('invalid UTF-8 outside any string is a 400 naming the body; on /graphql a 400 too', async () => {
+    const send = (path: string, body: Buffer) =>
+      svc.app.fetch(
+        new Request(`http://relayer.test${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' },
+          body: new Uint8Array(body),
+        }),
+      );
+    await expectError(await send('/api/v1/notifications', Buffer.from([0x7b, 0xff, 0x7d])), 400, 'Bad Request', /^body: must be valid UTF-8/);
+    const gql = Buffer.concat([Buffer.from('{"query":"{ relayers { items { id } } }","x":"'), Buffer.from([0xff]), Buffer.from('"}')]);
+    const res = await send('/graphql', gql);
+    expect(res.status).toBe(400);
+    expect((await res.json()).errors[0].message).toMatch(/UTF-8/);
+  });
+
+  it.each([
+    ['POST', '/api/v1/notifications', (u: string) => ({ id: 'ctl', url: u }), 'url'],
+    ['PATCH', '/api/v1/notifications/hook', (u: string) => ({ url: u }), 'url'],
+    ['PATCH', '/api/v1/relayers/evm-relayer', (u: string) => ({ custom_rpc_urls: [{ url: u }] }), 'custom_rpc_urls[0].url'],
+  ])('%s %s: a control character in a URL is a 400 naming the field', async (method, path, body, field) => {
+    for (const c of ['\t', '\n', '\r', '\u0001', '\u007f', '\u0085']) {
+      await refused(
+        method,
+        path,
+        body(`https://example.com/a${c}b`),
+        400,
+        new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}: must not contain control characters`),
+      );
+    }
+  });
+
+  it('a nonce past int64 is a 400 naming it, not a 500', async () => {
+    for (const nonce of ['9223372036854775808', '340282366920938463463374607431768211456', '-1']) {
+      await refused('GET', `/api/v1/relayers/evm-relayer/transactions/by-nonce/${nonce}`, undefined, 400, /^nonce: must/);
+    }
+    const ok = await svc.request('GET', '/api/v1/relayers/evm-relayer/transactions/by-nonce/9223372036854775807');
+    expect(ok.status).toBe(404);
+  });
+
   describe('/graphql', () => {
     const post = (body: string, type?: string) =>
       svc.app.fetch(

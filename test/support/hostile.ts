@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import type { App } from '../../src/app.js';
 import type { Route } from '../../src/api/rest/routes.js';
 import type { Runtime } from '../../src/core/runtime.js';
+import type { z } from 'zod';
+import { isInteger } from '../../src/api/rest/fields.js';
 
 // Hostile requests for every REST route, each invalid by construction: text the database cannot
 // store (NUL, lone surrogates) in a field, a field name, a path or a query parameter; numbers that
@@ -79,9 +81,9 @@ export function hostileFor(r: Route): fc.Arbitrary<Hostile> | null {
       })),
     );
   }
-  for (const q of Object.keys(r.query ?? {})) {
-    const type = r.query![q].type.kind;
-    const values = type === 'integer' ? ['1e-400', '1.5', '1e3', '%00', '5e-324'] : ['%00', 'a%00', '%ED%A0%80'];
+  for (const q of Object.keys(r.query?.shape ?? {})) {
+    const integer = isInteger(r.query!.shape[q] as z.ZodType);
+    const values = integer ? ['1e-400', '1.5', '1e3', '%00', '5e-324'] : ['%00', 'a%00', '%ED%A0%80'];
     kinds.push(fc.constantFrom(...values).map((v) => ({ method: r.method, path: `${fill(r)}?${q}=${v}`, headers: {}, kind: 'query parameter' })));
   }
   if (r.body) {

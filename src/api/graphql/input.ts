@@ -3,7 +3,7 @@ import { type DocumentNode, type GraphQLError, Kind, visit } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { parseJson } from '../../lib/json.js';
 import { textIssues, textProblem } from '../../lib/validate.js';
-import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
+import { BodyTooLarge, InvalidUtf8, isJsonContentType, readBodyText } from '../body.js';
 import { AppError } from './app-error.js';
 
 // Input rules of /graphql that the REST adapter applies on its side too (src/api/body.ts,
@@ -49,6 +49,7 @@ export async function readGraphQLBody(request: Request, maxBodyBytes: number): P
     text = await readBodyText(request, maxBodyBytes);
   } catch (e) {
     if (e instanceof BodyTooLarge) return errorResponse(413, `Payload Too Large: ${e.message}`, 'PAYLOAD_TOO_LARGE');
+    if (e instanceof InvalidUtf8) return errorResponse(400, 'POST body must be valid UTF-8', 'BAD_REQUEST');
     throw e;
   }
   let body: unknown;

@@ -1,4 +1,3 @@
-import { sendFieldsOf } from '../../core/family-spec.js';
 import { RATE_LIMITED } from './rate-limit.js';
 import { invalid } from '../../core/domain-error.js';
 import { listenNow } from '../../core/notifications/live.js';
@@ -8,7 +7,6 @@ import { cancelTransaction, replaceTransaction } from '../../core/transactions/c
 import { getTransaction, listTransactions, sendTransaction } from '../../core/transactions/service.js';
 import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
-import { Speed } from '../../generated/prisma/enums.js';
 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
@@ -16,13 +14,13 @@ const COUNT = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eig
 
 /** Transactions: the Transaction type, the send input of every family offered, their queries, mutations and subscription. */
 export function transactionTypes(
-  { builder, families, pageArgs, pageOf, enumType, inputFields }: SchemaParts,
+  { builder, families, pageArgs, pageOf, familyEnum, sendInputFields }: SchemaParts,
   Relayer: ReturnType<typeof relayerTypes>['Relayer'],
 ) {
   const TransactionStatusEnum = builder.enumType('TransactionStatus', {
     values: ['pending', 'sent', 'submitted', 'mined', 'confirmed', 'failed', 'expired', 'canceled'] as const,
   });
-  const SpeedEnum = enumType('Speed', Object.values(Speed));
+  const SpeedEnum = familyEnum(families.list, 'Speed');
 
   const Transaction = builder.prismaObject('Transaction', {
     fields: (t) => ({
@@ -71,7 +69,7 @@ export function transactionTypes(
 
   const SendTransactionInput = builder.inputType('SendTransactionInput', {
     description: `One input for the ${COUNT[families.list.length] ?? families.list.length} request shapes: ${sentence(families.list.map((f) => f.send.summary).join(', '))} Fields of another shape are refused.`,
-    fields: (t) => inputFields(t, sendFieldsOf(families.list), true),
+    fields: (t) => sendInputFields(t, families.list),
   });
 
   builder.queryFields((t) => ({

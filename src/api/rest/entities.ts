@@ -17,8 +17,15 @@ import {
   type RestNetworkFragment,
   type RestSignerFragment,
 } from '../../generated/graphql.js';
+import { z } from 'zod';
+import { rpcConfig } from '../../config/schema.js';
+import { updateInput as networkUpdate } from '../../core/networks.js';
+import type { FamilySpecs } from '../../core/registry.js';
+import { createEntry } from '../../core/relayers/manage.js';
+import { createInput as signerCreate, updateInput as signerUpdate } from '../../core/signers.js';
 import { json } from './envelope.js';
-import { any, array, boolean, integer, object, string, type Fields } from './fields.js';
+import { int64 } from '../../lib/validate.js';
+import { paging, snakeShape } from './fields.js';
 import { paginationRecord, type JsonSchema, type RestRecords } from './records.js';
 import type { Route } from './routes.js';
 
@@ -28,10 +35,6 @@ import type { Route } from './routes.js';
 
 const route = <TData>(r: Route<TData>): Route => r as Route;
 const relayer = { relayer_id: { gql: 'id', description: "The relayer's unique identifier." } };
-const paging: Fields = {
-  page: { type: integer('int32'), description: 'Page number, from 1 (default 1).' },
-  per_page: { type: integer('int32'), description: 'Items per page, from 1 to 100 (default 10).' },
-};
 
 /** A u128 as a JSON number (the reference's), keeping every digit. */
 const jsonAmount = (v: string | number | bigint) => {
@@ -62,14 +65,9 @@ function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== null));
 }
 
-const keyConfig = object({
-  key: { type: string(), description: 'type `plain`: the 32-byte private key in hex.' },
-  keystore: { type: any(), description: 'type `local`: a V3 keystore (object or JSON text).' },
-  passphrase: { type: string(), description: "The keystore's passphrase." },
-});
-
 /** Routes beyond the transaction core (readiness, relayer management, signers, networks), with the records they show. */
-export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: RestRecords): Route[] {
+export function entityRoutes({ transactionRecord, relayerRecord, policiesField }: RestRecords, types: FamilySpecs['types']): Route[] {
+  const relayerEntry = createEntry(types);
   return [
     route({
       id: 'readiness',
@@ -103,17 +101,13 @@ export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: 
       body: {
         variable: 'input',
         description: 'The relayer, in the config file format.',
-        fields: {
-          id: { type: string(), nullable: true, description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' },
-          name: { type: string(), required: true },
-          network: { type: string(), required: true, description: "A network of the config file (of the relayer's type)." },
-          network_type: { type: string({ enumOf: 'NetworkType' }), required: true },
-          paused: { type: boolean(), description: 'Default false.' },
-          signer_id: { type: string(), required: true },
-          notification_id: { type: string(), nullable: true },
-          custom_rpc_urls: { type: array(object({ url: { type: string(), required: true }, weight: { type: integer('int32') } })), nullable: true },
-          policies: { type: object(), nullable: true, description: `${policyKinds.charAt(0).toUpperCase()}${policyKinds.slice(1)} (config file format).` },
-        },
+        // As a config file entry, but RPC URLs only as objects (GraphQL's RpcConfigInput).
+        schema: relayerEntry.extend({
+          id: relayerEntry.shape.id.nullable().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
+          network: relayerEntry.shape.network.meta({ description: "A network of the config file (of the relayer's type)." }),
+          custom_rpc_urls: z.array(rpcConfig).nullish(),
+          policies: policiesField.nullish(),
+        }),
         example: {
           id: 'my-relayer',
           name: 'My relayer',
@@ -198,7 +192,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: 
       field: { type: 'Query', name: 'transactionByNonce' },
       pathParams: {
         relayer_id: { gql: 'relayerId', description: relayer.relayer_id.description },
-        nonce: { gql: 'nonce', type: integer('int64'), description: 'A non-negative integer.' },
+        nonce: { gql: 'nonce', schema: int64, description: 'A non-negative integer (int64).' },
       },
       status: 200,
       response: { schema: 'Transaction', list: false },
@@ -270,11 +264,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: 
       body: {
         variable: 'input',
         description: 'The signer.',
-        fields: {
-          id: { type: string(), nullable: true, description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' },
-          type: { type: string(), required: true, description: '`local` or `plain`.' },
-          config: { type: keyConfig, nullable: true },
-        },
+        schema: signerCreate,
         example: { id: 'new-signer', type: 'local' },
       },
       status: 201,
@@ -295,7 +285,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: 
       body: {
         variable: 'input',
         description: 'The new key.',
-        fields: { type: { type: string(), nullable: true }, config: { type: keyConfig, required: true } },
+        schema: signerUpdate,
         example: { type: 'local', config: {} },
       },
       status: 200,
@@ -360,7 +350,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policyKinds }: 
       body: {
         variable: 'input',
         description: 'The fields to change.',
-        fields: { rpc_urls: { type: array(any()), nullable: true, description: 'URLs, or `{ url, weight }` objects.' } },
+        schema: z.strictObject(snakeShape(networkUpdate.shape)),
         example: { rpc_urls: [{ url: 'https://rpc.example.com', weight: 100 }] },
       },
       status: 200,

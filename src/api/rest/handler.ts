@@ -1,19 +1,19 @@
 import { Response } from '@whatwg-node/fetch';
+import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
-import { parseJson } from '../../lib/json.js';
-import { textIssues, textProblem } from '../../lib/validate.js';
-import { BodyTooLarge, isJsonContentType, readBodyText } from '../body.js';
+import { parseJson, stringifyJson } from '../../lib/json.js';
+import { replacedBytes, textIssues, textProblem } from '../../lib/validate.js';
+import { BodyTooLarge, InvalidUtf8, isJsonContentType, readBodyText } from '../body.js';
 import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './sign-and-forward.js';
 import { fail, json, ok } from './envelope.js';
-import { convertFields, fromQuery, gqlName, type EnumValues } from './fields.js';
-import { openApiDocument } from './openapi.js';
+import { camel, check, fromText, graphqlNames, typeProblem } from './fields.js';
+import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
-import { restRecords } from './records.js';
 import { restRoutes, type Route } from './routes.js';
 import type { HttpLabels } from '../../metrics/index.js';
 
@@ -100,6 +100,17 @@ function match(compiled: CompiledRoute[], segments: string[]) {
 const MAX_ISSUES = 20;
 const describe = (issues: string[]) => issues.slice(0, MAX_ISSUES).join('; ') + (issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '');
 
+/** The fields of a body that was not UTF-8: those holding a replaced sequence (the body itself when none does). */
+function utf8Issues(text: string): string[] {
+  const issues: string[] = [];
+  try {
+    textIssues(parseJson(text), '', issues, replacedBytes);
+  } catch {
+    // not JSON either: the body is named below
+  }
+  return issues.length ? issues : ['body: must be valid UTF-8'];
+}
+
 /** A GraphQL error as the spec's error envelope: status and message by extensions.code (status.ts). */
 export function errorResponse(error: GraphQLError): Response {
   const code = error.extensions?.code;
@@ -130,7 +141,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
   let docs: string | undefined;
-  const openApiText = () => (openapi ??= JSON.stringify(openApiDocument(compiled, enums, restRecords(rt.families).recordSchemas)));
+  const openApiText = () => (openapi ??= stringifyJson(openApiDocument(compiled, enums, rt.families)));
 
   const isPublicPath = (path: string) => path === OPENAPI_PATH || path === DOCS_PATH;
   const normalise = (pathname: string) => (pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname);
@@ -158,25 +169,33 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         const text = decodeURIComponent(params[name]);
         const why = textProblem(text);
         if (why) issues.push(`${name}: ${why}`);
-        variables[p.gql] = p.type ? fromQuery(text, p.type, name, issues, enums) : text;
+        variables[p.gql] = p.schema ? fromText(text, p.schema, name, issues) : text;
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
     }
-    for (const [name, f] of Object.entries(route.query ?? {})) {
+    for (const [name, schema] of Object.entries(route.query?.shape ?? {}) as [string, z.ZodType][]) {
       const given = url.searchParams.getAll(name);
       const why = given.map(textProblem).find(Boolean);
       if (why) issues.push(`${name}: ${why}`);
       else if (given.length > 1) issues.push(`${name}: given more than once`);
-      else if (given.length === 1) variables[gqlName(name, f)] = fromQuery(given[0], f.type, name, issues, enums);
+      else if (given.length === 1) variables[camel(name)] = fromText(given[0], schema, name, issues);
     }
-    for (const [name, f] of Object.entries(route.headers ?? {})) {
+    for (const [name, h] of Object.entries(route.headers ?? {})) {
       const given = request.headers.get(name);
-      if (given !== null) variables[gqlName(name, f)] = given;
+      if (given === null) continue;
+      check(h.schema, given, h.name, issues);
+      variables[h.gql] = given;
     }
     if (route.body) {
       const body = readBody(text, issues, !!route.body.json);
-      if (body) variables[route.body.variable] = route.body.json ? body : convertFields(body, route.body.fields, '', issues, enums);
+      if (body && route.body.json) variables[route.body.variable] = body;
+      else if (body) {
+        // A body of several shapes: here only what GraphQL could not carry; the shape of the
+        // relayer's type (one the document shows) is checked by the service.
+        check(route.body.schema, body, '', issues, route.body.shapes ? typeProblem : undefined);
+        variables[route.body.variable] = graphqlNames(body);
+      }
     }
     return variables;
   }
@@ -216,17 +235,20 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
       }
       let body = '';
       if (hit.c.route.body) {
+        let notUtf8 = false;
         try {
           body = await readBodyText(request, rt.env.maxBodyBytes);
         } catch (e) {
           if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
-          throw e;
+          if (!(e instanceof InvalidUtf8)) throw e;
+          [body, notUtf8] = [e.text, true];
         }
         // An empty body is "body: required" (400) whatever its type; any other must be JSON.
         const type = request.headers.get('content-type');
         if (body.length > 0 && !isJsonContentType(type)) {
           return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${type ?? 'no Content-Type'})`);
         }
+        if (notUtf8) return failWith('BAD_REQUEST', describe(utf8Issues(body)));
       }
       const issues: string[] = [];
       const variables = variablesFor(hit.c, hit.params, url, request, body, issues);

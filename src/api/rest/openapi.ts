@@ -1,56 +1,77 @@
+import { z } from 'zod';
+import type { FamilySpec } from '../../core/family-spec.js';
+import type { FamilySpecs } from '../../core/registry.js';
 import type { CompiledRoute } from './handler.js';
-import type { EnumValues, Field, Fields, JsonType } from './fields.js';
 import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
-import type { JsonSchema } from './records.js';
+import { policyKindsOf, restRecords, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
-// The OpenAPI 3.1 document of the REST surface, generated from the route table.
+// The OpenAPI 3.1 document of the REST surface, generated from the route table: every request
+// value's schema is made from the zod schema the service checks it with (z.toJSONSchema), so the
+// document states the constraints the service enforces.
+
+/** Enum values by GraphQL enum type name (read from the schema, the one place they are listed). */
+export type EnumValues = (enumType: string) => readonly string[];
 
 const ENUMS = ['TransactionStatus', 'Speed', 'NetworkType', 'NotificationType'];
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
-const INTEGER_FORMATS: Record<string, JsonSchema> = {
-  int32: { type: 'integer', format: 'int32' },
-  int64: { type: 'integer', format: 'int64' },
-  u128: { type: 'integer', format: 'u128', description: 'An unsigned 128-bit integer, written as a JSON number with every digit.' },
-};
+/**
+ * A zod schema's JSON Schema as the document writes it: named schemas (.meta({ id })) as
+ * components (added to `defs` unless present), a value or null as a type list, integers as
+ * integers within their bounds (lib/validate.ts asInteger), whatever the schema accepts before
+ * its transforms.
+ */
+export function jsonSchemaOf(schema: z.ZodType, defs: Record<string, JsonSchema>): JsonSchema {
+  const {
+    $schema: _,
+    $defs,
+    ...out
+  } = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    reused: 'inline',
+    override: ({ zodSchema, jsonSchema }) => {
+      if (zodSchema._zod.def.type === 'bigint') Object.assign(jsonSchema, { type: 'integer' });
+    },
+  }) as JsonSchema;
+  for (const [k, v] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) if (!defs[k]) defs[k] = tidy(v);
+  return tidy(out);
+}
 
-export function typeSchema(t: JsonType): JsonSchema {
-  switch (t.kind) {
-    case 'string':
-      return t.enumOf ? ref(t.enumOf) : { type: 'string', ...(t.format ? { format: t.format } : {}) };
-    case 'integer':
-      return {
-        ...INTEGER_FORMATS[t.format],
-        ...(t.minimum !== undefined ? { minimum: t.minimum } : {}),
-        ...(t.maximum !== undefined ? { maximum: t.maximum } : {}),
-      };
-    case 'boolean':
-      return { type: 'boolean' };
-    case 'array':
-      return { type: 'array', items: typeSchema(t.items) };
-    case 'any':
-      return {};
-    case 'object':
-      return t.fields ? objectSchema(t.fields) : { type: 'object' };
+const exact = (n: bigint) => (n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n);
+
+function tidy(node: unknown): JsonSchema {
+  if (Array.isArray(node)) return node.map(tidy) as never;
+  if (!node || typeof node !== 'object') return node as JsonSchema;
+  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'default' || k === 'const' || k === 'enum' ? v : tidy(v)])) as JsonSchema;
+  if (typeof out.$ref === 'string') {
+    return { $ref: out.$ref.replace('#/$defs/', '#/components/schemas/'), ...(out.description ? { description: out.description } : {}) };
   }
+  // An integer marked by asInteger: its JSON Schema is the mark, not the union it parses; its
+  // bounds are exact (a bigint is written with every digit).
+  if (out.format === 'u128' || out.format === 'int64') {
+    delete out.anyOf;
+    for (const k of ['minimum', 'maximum'] as const) if (typeof out[k] === 'string') out[k] = exact(BigInt(out[k] as string));
+  }
+  const alternatives = out.anyOf as JsonSchema[] | undefined;
+  if (alternatives?.length === 2 && alternatives[1].type === 'null') {
+    const { anyOf: _, ...rest } = out;
+    const value = alternatives[0];
+    if (typeof value.type === 'string') return { ...value, ...rest, type: [value.type, 'null'] };
+    if (Array.isArray(value.type)) return { ...value, ...rest, type: [...new Set([...(value.type as string[]), 'null'])] };
+    const { description, ...inner } = value;
+    return { ...(description ? { description } : {}), ...rest, oneOf: [inner, { type: 'null' }] };
+  }
+  return out;
 }
 
-function fieldSchema(f: Field): JsonSchema {
-  let s = typeSchema(f.type);
-  if (f.nullable) s = typeof s.type === 'string' ? { ...s, type: [s.type, 'null'] } : { oneOf: [s, { type: 'null' }] };
-  return f.description ? { ...s, description: f.description } : s;
-}
-
-function objectSchema(fields: Fields, names: string[] = Object.keys(fields), required = names.filter((n) => fields[n].required)): JsonSchema {
-  return {
-    type: 'object',
-    properties: Object.fromEntries(names.map((n) => [n, fieldSchema(fields[n])])),
-    ...(required.length ? { required } : {}),
-    additionalProperties: false,
-  };
+/** A parameter's schema, and its description lifted to the parameter. */
+function parameter(name: string, where: string, required: boolean, schema: z.ZodType | undefined, defs: Record<string, JsonSchema>, description?: string) {
+  const { description: own, ...json } = schema ? jsonSchemaOf(schema, defs) : { type: 'string' };
+  return { name, in: where, required, description: description ?? own, schema: json };
 }
 
 const envelope = (data: JsonSchema, list: boolean): JsonSchema => ({
@@ -97,26 +118,17 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };
 
-export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, recordSchemas: Record<string, JsonSchema>): JsonSchema {
+export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, families: FamilySpecs): JsonSchema {
+  const { recordSchemas } = restRecords(families);
   const paths: Record<string, Record<string, JsonSchema>> = {};
+  // Named schemas met on the way (GraphQL's enums are listed first: theirs are the values in order).
+  const defs: Record<string, JsonSchema> = Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }]));
   for (const c of compiled) {
     const r = c.route;
     const parameters: JsonSchema[] = [
-      ...Object.entries(r.pathParams).map(([name, p]) => ({
-        name,
-        in: 'path',
-        required: true,
-        description: p.description,
-        schema: p.type ? typeSchema(p.type) : { type: 'string' },
-      })),
-      ...Object.entries(r.query ?? {}).map(([name, f]) => ({ name, in: 'query', required: false, description: f.description, schema: typeSchema(f.type) })),
-      ...Object.entries(r.headers ?? {}).map(([name, f]) => ({
-        name: headerCase(name),
-        in: 'header',
-        required: false,
-        description: f.description,
-        schema: typeSchema(f.type),
-      })),
+      ...Object.entries(r.pathParams).map(([name, p]) => parameter(name, 'path', true, p.schema, defs, p.description)),
+      ...Object.entries(r.query?.shape ?? {}).map(([name, schema]) => parameter(name, 'query', false, schema as z.ZodType, defs)),
+      ...Object.values(r.headers ?? {}).map((h) => parameter(h.name, 'header', false, h.schema, defs)),
     ];
     const statuses = [400, 401, ...r.errors, ...(r.body ? [413, 415] : []), ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
@@ -133,7 +145,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, re
       tags: [r.tag],
       ...(r.public ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
-      ...(r.body ? { requestBody: requestBody(r.body) } : {}),
+      ...(r.body ? { requestBody: requestBody(r.body, defs) } : {}),
       responses: {
         [String(r.status)]: {
           description: r.status === 201 ? 'Created' : 'OK',
@@ -210,16 +222,8 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, re
         ...recordSchemas,
         ...directSchemas,
         ...entitySchemas,
-        ...Object.fromEntries(ENUMS.map((e) => [e, { type: 'string', enum: [...enums(e)] }])),
-        ...Object.fromEntries(
-          compiled
-            .flatMap((c) =>
-              Object.entries(c.route.body?.shapes ?? {}).map(
-                ([name, s]) => [name, { description: s.description, ...objectSchema(c.route.body!.fields, s.fields, s.required) }] as const,
-              ),
-            )
-            .filter(([name], i, all) => all.findIndex(([n]) => n === name) === i),
-        ),
+        ...familySchemas(families.list, defs),
+        ...defs,
         Metadata: {
           type: 'object',
           properties: {
@@ -262,9 +266,21 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, re
   };
 }
 
-function requestBody(body: NonNullable<CompiledRoute['route']['body']>): JsonSchema {
-  const schema = body.json ?? (body.shapes ? { oneOf: Object.keys(body.shapes).map(ref) } : objectSchema(body.fields));
+function requestBody(body: NonNullable<CompiledRoute['route']['body']>, defs: Record<string, JsonSchema>): JsonSchema {
+  const schema = body.json ?? (body.shapes ? { oneOf: body.shapes.map((f) => ref(f.send.name)) } : jsonSchemaOf(body.schema, defs));
   return { required: true, description: body.description, content: { 'application/json': { schema, example: body.example } } };
 }
 
-const headerCase = (h: string) => h.replace(/(^|-)([a-z])/g, (_, d: string, c: string) => d + c.toUpperCase());
+/** Each family's send shape and policy object, and the policies of any relayer. */
+function familySchemas(families: readonly FamilySpec[], defs: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  return {
+    ...Object.fromEntries(families.map((f) => [f.send.name, { description: f.send.description, ...jsonSchemaOf(f.send.fields, defs) }])),
+    ...Object.fromEntries(families.map((f) => [f.policy.name, jsonSchemaOf(f.policy.schema, defs)])),
+    RelayerPolicies: {
+      description: `The relayer's policies in the config file's format, by network type: ${policyKindsOf(families)}.`,
+      // anyOf: the families' policy objects overlap (an empty object is a policy of each).
+      type: 'object',
+      anyOf: families.map((f) => ref(f.policy.name)),
+    },
+  };
+}

@@ -1,7 +1,9 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
+import { z } from 'zod';
 import type { FamilySpec, RecordColumn } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
+import { integerFields } from '../../lib/validate.js';
 
 // The response records of the REST surface (spec 2.2-2.4): which GraphQL field each snake_case
 // field comes from and its JSON Schema. The adapter maps with these and the OpenAPI document
@@ -55,6 +57,9 @@ const txColumns: Record<RecordColumn, Out<Tx>> = {
   signature: { from: 'signature', schema: nullable(obj) },
 };
 
+/** Columns GraphQL gives as Long (a decimal string past 2^53): JSON numbers on REST, every digit kept. */
+const INTEGER_COLUMNS = new Set<string>(['nonce', 'gas_limit']);
+
 /** A row of a type no family has (not expected): its network type and the published fields. */
 const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], networkData: true };
 
@@ -107,6 +112,9 @@ export const orList = (items: string[]) => (items.length < 2 ? items.join('') : 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const article = (word: string) => (/^[AEIOU]/i.test(word) ? 'an' : 'a');
 
+/** How policies are described: "an EVM policy, a Solana policy or a Stellar policy". */
+export const policyKindsOf = (families: readonly FamilySpec[]) => orList(families.map((f) => `${article(f.label)} ${f.label} policy`));
+
 /** The records whose fields depend on the chain families offered, and their JSON Schemas. */
 export function restRecords(families: FamilySpecs) {
   /**
@@ -118,7 +126,7 @@ export function restRecords(families: FamilySpecs) {
   function transactionRecord(tx: Tx): Record<string, unknown> {
     const out = pick(txCommon, tx, {});
     const record = families.has(tx.networkType) ? families.spec(tx.networkType).record : unknownFamily;
-    for (const k of record.fields) out[k] = tx[txColumns[k].from] ?? null;
+    for (const k of record.fields) out[k] = INTEGER_COLUMNS.has(k) ? jsonInteger(tx[txColumns[k].from] ?? null) : (tx[txColumns[k].from] ?? null);
     if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
     return out;
   }
@@ -127,9 +135,7 @@ export function restRecords(families: FamilySpecs) {
    * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
    * are stored as decimal strings so that no digit is lost; on the REST surface they are JSON numbers again.
    */
-  const integerPolicyFields: Record<string, readonly string[]> = Object.fromEntries(
-    families.list.flatMap((f) => (f.policy.integers ? [[f.type, f.policy.integers]] : [])),
-  );
+  const integerPolicyFields: Record<string, readonly string[]> = Object.fromEntries(families.list.map((f) => [f.type, integerFields(f.policy.schema)]));
 
   function relayerRecord(r: Rl): Record<string, unknown> {
     const out = pick(relayerShape, r, {});
@@ -147,13 +153,15 @@ export function restRecords(families: FamilySpecs) {
   /** Every family's record fields, in family order. */
   const txFamilyFields: Shape<Tx> = Object.fromEntries(families.list.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
 
-  const documentedPolicies = families.list.flatMap((f) => (f.policy.document ? [{ label: f.label, ...f.policy.document }] : []));
-  const otherPolicies = families.list.filter((f) => !f.policy.document).map((f) => f.label);
-  /** How policies are described: "an EVM policy, or the Solana or Stellar policy object". */
-  const policyKinds = [
-    ...documentedPolicies.map((p) => `${article(p.label)} ${p.label} policy`),
-    ...(otherPolicies.length ? [`the ${orList(otherPolicies)} policy object`] : []),
-  ].join(', or ');
+  const policyKinds = policyKindsOf(families.list);
+
+  /**
+   * A relayer's policies in a request body: the service checks them with the policy schema of the
+   * relayer's family; the document shows them all (RelayerPolicies).
+   */
+  const policiesField = z
+    .record(z.string(), z.unknown())
+    .meta({ description: `${policyKinds.charAt(0).toUpperCase()}${policyKinds.slice(1)} (config file format).`, $ref: '#/$defs/RelayerPolicies' } as never);
 
   /** JSON Schemas of the records, for the OpenAPI document's components. */
   const recordSchemas: Record<string, JsonSchema> = {
@@ -177,16 +185,6 @@ export function restRecords(families: FamilySpecs) {
       required: Object.keys(notificationShape),
     },
     RpcConfig: { type: 'object', properties: { url: str, weight: int }, required: ['url'] },
-    ...Object.fromEntries(documentedPolicies.map((p) => [p.name, p.schema])),
-    RelayerPolicies: {
-      description: `The relayer's policies in the config file's format, by network type: ${policyKinds}.`,
-      // anyOf: the families' policy objects overlap (an empty object is a policy of each).
-      type: 'object',
-      anyOf: [
-        ...documentedPolicies.map((p) => ({ $ref: `#/components/schemas/${p.name}` })),
-        ...(otherPolicies.length ? [{ type: 'object', description: `${orList(otherPolicies)} policy.` }] : []),
-      ],
-    },
     Pagination: {
       type: 'object',
       properties: {
@@ -197,7 +195,7 @@ export function restRecords(families: FamilySpecs) {
       required: ['current_page', 'per_page', 'total_items'],
     },
   };
-  return { transactionRecord, relayerRecord, policyKinds, recordSchemas };
+  return { transactionRecord, relayerRecord, policyKinds, policiesField, recordSchemas };
 }
 
 export type RestRecords = ReturnType<typeof restRecords>;

@@ -14,11 +14,15 @@ import {
   RestUpdateRelayerDocument,
   type RestTransactionFragment,
 } from '../../generated/graphql.js';
-import { sendFieldsOf } from '../../core/family-spec.js';
+import { z } from 'zod';
+import { TransactionStatus } from '../../generated/prisma/enums.js';
+import type { FamilySpec } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
-import { MAX_PER_PAGE } from '../../core/page.js';
+import { createInput as notificationCreate, updateInput as notificationUpdate } from '../../core/notifications/service.js';
+import { updateInput as relayerUpdate } from '../../core/relayers/service.js';
+import { IDEMPOTENCY_KEY } from '../../core/transactions/service.js';
 import { directRoutes } from './sign-and-forward.js';
-import { array, boolean, integer, object, restFields, string, type Field, type Fields, type JsonType } from './fields.js';
+import { paging, snakeShape } from './fields.js';
 import { entityRoutes } from './entities.js';
 import { notificationRecord, orList, paginationRecord, restRecords } from './records.js';
 
@@ -48,19 +52,24 @@ export interface Route<TData = any> {
   document: TypedDocumentNode<TData, any> | DocumentNode;
   /** The mutation or query field this route needs, so it is offered only when the schema has it. */
   field: { type: 'Query' | 'Mutation'; name: string };
-  /** `type`: read as a query value is (default: the text). */
-  pathParams: Record<string, { gql: string; description: string; type?: JsonType }>;
-  query?: Fields;
+  /**
+   * Each parameter's GraphQL variable and, when it is more than any text, its schema (a value is
+   * read as its type, as a query value is).
+   */
+  pathParams: Record<string, { gql: string; description: string; schema?: z.ZodType }>;
+  /** Query parameters by name (each optional), checked by and documented from their schemas. */
+  query?: z.ZodObject;
   /** Request headers (lower-case names) mapped to variables. */
-  headers?: Record<string, Field>;
+  headers?: Record<string, { gql: string; name: string; schema: z.ZodType }>;
   body?: {
     variable: string;
-    fields: Fields;
+    /** Checked against this schema and documented from it; top-level fields go on under their camelCase names. */
+    schema: z.ZodObject;
     description: string;
     example: Record<string, unknown>;
-    /** For the documentation: named alternatives the fields form (the send shapes A, B and C). */
-    shapes?: Record<string, { description: string; fields: string[]; required: string[] }>;
-    /** The whole body (a JSON object or array) is the variable as it is; its JSON Schema. */
+    /** The documented body: the families' send shapes (A, B, C), one of which the relayer's type takes. */
+    shapes?: readonly FamilySpec[];
+    /** The whole body (a JSON object or array) is the variable as it is, checked by the service; its JSON Schema. */
     json?: Record<string, unknown>;
   };
   status: number;
@@ -80,9 +89,26 @@ export interface Route<TData = any> {
 const route = <TData>(r: Route<TData>): Route => r as Route;
 
 const relayerId = { relayer_id: { gql: 'relayerId', description: "The relayer's unique identifier." } };
-const paging: Fields = {
-  page: { type: integer('int32', { minimum: 1 }), description: 'Page number, from 1 (default 1).' },
-  per_page: { type: integer('int32', { minimum: 1, maximum: MAX_PER_PAGE }), description: `Items per page, from 1 to ${MAX_PER_PAGE} (default 10).` },
+
+/**
+ * Every field of the send shapes (spec 4.1), one per chain family, as its first family types it;
+ * none is required here. The service checks the body against the shape of the relayer's type.
+ */
+function sendBody(families: readonly FamilySpec[]): z.ZodObject {
+  const shape: Record<string, z.ZodType> = {};
+  for (const f of families) for (const [k, v] of Object.entries(f.send.fields.shape)) shape[k] ??= (v as z.ZodType).optional();
+  return z.strictObject(shape);
+}
+
+const idempotencyKey = {
+  'idempotency-key': {
+    gql: 'idempotencyKey',
+    name: 'Idempotency-Key',
+    schema: z
+      .string()
+      .regex(IDEMPOTENCY_KEY, 'must be 1 to 255 visible ASCII characters')
+      .meta({ description: '1 to 255 visible ASCII characters: a retry with the same key and body returns the first transaction.' }),
+  },
 };
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
@@ -90,17 +116,8 @@ const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b
 /** The REST routes (spec 4), their send shapes and records those of the chain families offered. */
 export function restRoutes(families: FamilySpecs): Route[] {
   const records = restRecords(families);
-  const { transactionRecord, relayerRecord, policyKinds } = records;
-  /** Every field of the send shapes (spec 4.1), one per chain family; the service checks which belong to the relayer's type. */
-  // None is required here: what a shape requires is its family's rule (OpenAPI shows it per shape).
-  const sendFields: Fields = Object.fromEntries(Object.entries(restFields(sendFieldsOf(families.list))).map(([k, { required: _, ...f }]) => [k, f]));
-
-  const sendShapes = Object.fromEntries(
-    families.list.map((f) => [
-      f.send.name,
-      { description: f.send.description, fields: Object.keys(f.send.fields), required: Object.keys(f.send.fields).filter((k) => f.send.fields[k].required) },
-    ]),
-  );
+  const { transactionRecord, relayerRecord, policiesField } = records;
+  const sendFields = sendBody(families.list);
 
   const shapesByType = families.list.map((f) => `Shape ${f.send.letter}${f.send.restHint ? ` ${f.send.restHint}` : ''} for ${f.label} relayers`).join(', ');
   const sendBodyDescription = `Shape ${orList(families.list.map((f) => f.send.letter))} by network type.`;
@@ -154,16 +171,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       body: {
         variable: 'input',
         description: 'The fields to change.',
-        fields: {
-          name: { type: string(), nullable: true },
-          paused: { type: boolean() },
-          notification_id: { type: string(), nullable: true },
-          custom_rpc_urls: {
-            type: array(object({ url: { type: string(), required: true }, weight: { type: integer('int32'), description: '0 to 100 (default 100).' } })),
-            nullable: true,
-          },
-          policies: { type: object(), nullable: true, description: `${policyKinds.charAt(0).toUpperCase()}${policyKinds.slice(1)} (config file format).` },
-        },
+        schema: z.strictObject({ ...snakeShape(relayerUpdate.shape), policies: policiesField.nullish() }),
         example: { paused: true, policies: { gas_price_cap: 100000000000, whitelist_receivers: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] } },
       },
       status: 200,
@@ -182,14 +190,8 @@ export function restRoutes(families: FamilySpecs): Route[] {
       document: RestSendTransactionDocument,
       field: { type: 'Mutation', name: 'sendTransaction' },
       pathParams: relayerId,
-      headers: {
-        'idempotency-key': {
-          type: string(),
-          gql: 'idempotencyKey',
-          description: '1 to 255 visible ASCII characters: a retry with the same key and body returns the first transaction.',
-        },
-      },
-      body: { variable: 'input', description: sendBodyDescription, fields: sendFields, example: evmExample, shapes: sendShapes },
+      headers: idempotencyKey,
+      body: { variable: 'input', description: sendBodyDescription, schema: sendFields, example: evmExample, shapes: families.list },
       status: 200,
       response: { schema: 'Transaction', list: false },
       errors: [404, 409],
@@ -206,7 +208,9 @@ export function restRoutes(families: FamilySpecs): Route[] {
       document: RestListTransactionsDocument,
       field: { type: 'Query', name: 'relayerTransactions' },
       pathParams: relayerId,
-      query: { ...paging, status: { type: string({ enumOf: 'TransactionStatus' }), description: 'Only transactions with this status.' } },
+      query: paging.extend({
+        status: z.enum(TransactionStatus).meta({ id: 'TransactionStatus' }).optional().meta({ description: 'Only transactions with this status.' }),
+      }),
       status: 200,
       response: { schema: 'Transaction', list: true },
       errors: [404],
@@ -257,7 +261,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       ),
       field: { type: 'Mutation', name: 'replaceTransaction' },
       pathParams: { ...relayerId, transaction_id: { gql: 'id', description: "The transaction's id." } },
-      body: { variable: 'input', description: sendBodyDescription, fields: sendFields, example: evmExample, shapes: sendShapes },
+      body: { variable: 'input', description: sendBodyDescription, schema: sendFields, example: evmExample, shapes: families.list },
       status: 200,
       response: { schema: 'Transaction', list: false },
       errors: [404, 409],
@@ -292,12 +296,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       body: {
         variable: 'input',
         description: 'A webhook target.',
-        fields: {
-          url: { type: string(), required: true, description: 'The webhook URL (http or https).' },
-          id: { type: string(), nullable: true, description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' },
-          type: { type: string({ enumOf: 'NotificationType' }), nullable: true },
-          signing_key: { type: string(), nullable: true, description: 'Signs the webhook bodies (X-Signature); never returned.' },
-        },
+        schema: z.strictObject(snakeShape(notificationCreate.shape)),
         example: { id: 'my-webhook', url: 'https://example.com/hooks/relayer', signing_key: 'a-long-random-secret-of-32-chars-or-more' },
       },
       status: 201,
@@ -333,11 +332,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       body: {
         variable: 'input',
         description: 'The fields to change.',
-        fields: {
-          url: { type: string(), nullable: true },
-          type: { type: string({ enumOf: 'NotificationType' }), nullable: true },
-          signing_key: { type: string(), nullable: true },
-        },
+        schema: z.strictObject(snakeShape(notificationUpdate.shape)),
         example: { url: 'https://example.com/hooks/relayer-v2', signing_key: '' },
       },
       status: 200,
@@ -361,7 +356,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       result: () => ({ data: 'Notification deleted successfully' }),
     }),
     ...directRoutes,
-    ...entityRoutes(records),
+    ...entityRoutes(records, families.types),
   ];
 }
 

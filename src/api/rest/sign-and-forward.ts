@@ -5,7 +5,8 @@ import {
   RestSignTypedDataDocument,
   type RestMessageSignatureFragment,
 } from '../../generated/graphql.js';
-import { string } from './fields.js';
+import { z } from 'zod';
+import { BYTES32 } from '../../core/relayers/sign-and-forward.js';
 import type { JsonSchema } from './records.js';
 import type { Route } from './routes.js';
 
@@ -14,6 +15,7 @@ import type { Route } from './routes.js';
 // offer yet, answered 404.
 
 const relayerId = { relayer_id: { gql: 'relayerId', description: "The relayer's unique identifier." } };
+const hash32 = z.string().regex(BYTES32, 'must be 32 bytes of hex');
 
 /** A message signature in the reference's form: EVM `{r, s, v, sig}`, ed25519 `{signature, public_key}`. */
 function messageSignature(s: RestMessageSignatureFragment) {
@@ -35,7 +37,7 @@ export const directRoutes: Route[] = [
     body: {
       variable: 'input',
       description: 'The message.',
-      fields: { message: { type: string(), required: true, description: 'The text to sign (UTF-8).' } },
+      schema: z.strictObject({ message: z.string().meta({ description: 'The text to sign (UTF-8).' }) }),
       example: { message: 'hello' },
     },
     status: 200,
@@ -57,10 +59,10 @@ export const directRoutes: Route[] = [
     body: {
       variable: 'input',
       description: 'The two EIP-712 hashes.',
-      fields: {
-        domain_separator: { type: string(), required: true, description: 'The domain separator: 32 bytes of hex (0x optional).' },
-        hash_struct_message: { type: string(), required: true, description: 'hashStruct of the message: 32 bytes of hex (0x optional).' },
-      },
+      schema: z.strictObject({
+        domain_separator: hash32.meta({ description: 'The domain separator: 32 bytes of hex (0x optional).' }),
+        hash_struct_message: hash32.meta({ description: 'hashStruct of the message: 32 bytes of hex (0x optional).' }),
+      }),
       example: {
         domain_separator: '0x8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f',
         hash_struct_message: '0xc52c0ee5d84264471806290a3f2c4cecfc5490626bf912d01f240d7a274b371e',
@@ -85,10 +87,10 @@ export const directRoutes: Route[] = [
     body: {
       variable: 'input',
       description: '`transaction` (Solana) or `unsigned_xdr` (Stellar).',
-      fields: {
-        transaction: { type: string(), description: 'Solana: the base64 wire transaction.' },
-        unsigned_xdr: { type: string(), description: 'Stellar: the base64 transaction envelope XDR.' },
-      },
+      schema: z.strictObject({
+        transaction: z.string().optional().meta({ description: 'Solana: the base64 wire transaction.' }),
+        unsigned_xdr: z.string().optional().meta({ description: 'Stellar: the base64 transaction envelope XDR.' }),
+      }),
       example: { unsigned_xdr: 'AAAAAgAAAAB...' },
     },
     status: 200,
@@ -117,7 +119,7 @@ export const directRoutes: Route[] = [
     body: {
       variable: 'request',
       description: 'A JSON-RPC 2.0 request or a batch of them.',
-      fields: {},
+      schema: z.object({}),
       json: { oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }] },
       example: { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] },
     },

@@ -3,7 +3,7 @@ import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid, unavailable } from '../../core/domain-error.js';
 import type { Accepted } from '../../core/transactions/pipeline.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
-import type { EvmRequest } from './spec.js';
+import { TRANSFER_GAS, type EvmRequest } from './spec.js';
 import type { Runtime } from '../../core/runtime.js';
 import { evmContext, EvmSetupError, type EvmContext } from './context.js';
 import { revertReason } from './node-errors.js';
@@ -13,7 +13,7 @@ import { RpcError } from './rpc-client.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
 
-export const TRANSFER_GAS = 21_000n;
+export { TRANSFER_GAS };
 
 /** The normalised request kept on the row (`request`); the pipeline builds from it. */
 export interface EvmPayload {
@@ -73,7 +73,6 @@ export async function acceptEvm(rt: Runtime, relayer: Relayer, req: EvmRequest):
 
   const data = req.data && req.data !== '0x' ? (req.data.toLowerCase() as Hex) : null;
   let gasLimit: bigint | null = req.gasLimit ?? null;
-  if (gasLimit !== null && gasLimit < TRANSFER_GAS) throw invalid(`gas_limit: must be at least ${TRANSFER_GAS}`);
   if (gasLimit === null) {
     if (policy.gas_limit_estimation === false) {
       if (data || !to) throw invalid("gas_limit: required, because the relayer's gas_limit_estimation policy is off");

@@ -1,8 +1,8 @@
 import { toHex, type Address, type Hex } from 'viem';
 import type { RpcRequester } from './rpc-client.js';
+import { SPEEDS, type Speed } from './spec.js';
 
-export type Speed = 'safeLow' | 'average' | 'fast' | 'fastest';
-export const SPEEDS: readonly Speed[] = ['safeLow', 'average', 'fast', 'fastest'];
+export type { Speed };
 
 export type LegacyFees = { gasPrice: bigint };
 export type Eip1559Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };

@@ -1,10 +1,15 @@
 import { z } from 'zod';
-import { defineFamily, sharedSendFields } from '../../core/family-spec.js';
-import { evmAddress, hexData, int64, rfc3339, u128 } from '../../lib/validate.js';
+import { camelShape, defineFamily, graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
+import { boundedInt, evmAddress, hexData, INT64_MAX, readStored, rfc3339, u128 } from '../../lib/validate.js';
 
 // The EVM family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
-export const SPEEDS = ['fastest', 'fast', 'average', 'safeLow'] as const;
+/** The gas of a plain transfer: no transaction takes less. */
+export const TRANSFER_GAS = 21_000n;
+
+/** Pricing speeds, slowest first (fees.ts reads fee history percentiles in this order). */
+export const SPEEDS = ['safeLow', 'average', 'fast', 'fastest'] as const;
+export type Speed = (typeof SPEEDS)[number];
 
 export const evmPolicy = z
   .object({
@@ -21,32 +26,33 @@ export const evmPolicy = z
 export type EvmPolicy = z.output<typeof evmPolicy>;
 
 /** Stored EVM policies with integer fields back as bigint. */
-export function readEvmPolicy(stored: unknown): EvmPolicy {
-  const p = (stored ?? {}) as Record<string, unknown>;
-  const big = (x: unknown) => (x === undefined || x === null ? undefined : BigInt(x as string));
-  return {
-    eip1559_pricing: p.eip1559_pricing as boolean | undefined,
-    gas_limit_estimation: p.gas_limit_estimation as boolean | undefined,
-    gas_price_cap: big(p.gas_price_cap),
-    min_balance: big(p.min_balance),
-    private_transactions: p.private_transactions as boolean | undefined,
-    whitelist_receivers: p.whitelist_receivers as string[] | undefined,
-  };
-}
+export const readEvmPolicy = (stored: unknown): EvmPolicy => readStored(evmPolicy, stored);
 
-/** Shape A of the send route (spec 4.1), in GraphQL field names. */
-export const evmShape = z
+/** Shape A of the send route (spec 4.1), by REST name. */
+const evmFields = z
   .object({
-    value: u128,
-    to: evmAddress.nullish(),
-    data: hexData.nullish(),
-    gasLimit: int64.nullish(),
-    gasPrice: u128.optional(),
-    maxFeePerGas: u128.optional(),
-    maxPriorityFeePerGas: u128.optional(),
-    speed: z.enum(SPEEDS).optional(),
-    validUntil: rfc3339.optional(),
+    value: u128
+      .meta({ description: 'Shape A (EVM), required: wei to send (u128, >= 0).' })
+      .register(graphqlInfo, { description: 'EVM: wei to send (u128), required.' }),
+    to: evmAddress.nullish().meta({ description: 'Shape A: recipient address; absent for contract creation.' }),
+    data: hexData.nullish().meta({ description: 'Shape A: 0x-prefixed call data.' }),
+    gas_limit: boundedInt(TRANSFER_GAS, INT64_MAX, 'int64')
+      .nullish()
+      .meta({ description: `Shape A: int64, >= ${TRANSFER_GAS}; estimated when absent (policy gas_limit_estimation).` }),
+    gas_price: u128.optional().meta({ description: 'Shape A: legacy gas price (wei, >= 0).' }),
+    max_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' }),
+    max_priority_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' }),
+    speed: z.enum(SPEEDS).meta({ id: 'Speed' }).optional().meta({ description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' }),
+    valid_until: rfc3339
+      .nullish()
+      .meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' })
+      .register(graphqlInfo, validUntilInfo),
   })
+  .strict();
+
+/** Shape A in GraphQL field names, with the rules between its fields. */
+export const evmShape = z
+  .object(camelShape(evmFields.shape))
   .strict()
   .superRefine((r, ctx) => {
     const eip1559 = r.maxFeePerGas !== undefined || r.maxPriorityFeePerGas !== undefined;
@@ -85,49 +91,13 @@ export const evmSpec = defineFamily({
     required: ['chain_id'],
     probe: 'eth_chainId',
   },
-  policy: {
-    schema: evmPolicy as z.ZodType<Record<string, unknown>>,
-    integers: ['gas_price_cap', 'min_balance'],
-    document: {
-      name: 'EvmPolicy',
-      schema: {
-        type: 'object',
-        properties: {
-          eip1559_pricing: { type: 'boolean' },
-          gas_limit_estimation: { type: 'boolean' },
-          gas_price_cap: { type: 'integer', minimum: 0 },
-          min_balance: { type: 'integer', minimum: 0 },
-          private_transactions: { type: 'boolean' },
-          whitelist_receivers: { type: 'array', items: { type: 'string' } },
-        },
-        additionalProperties: false,
-      },
-    },
-  },
+  policy: { schema: evmPolicy, name: 'EvmPolicy' },
   send: {
     letter: 'A',
     name: 'EvmTransactionRequest',
     description: 'Shape A, for EVM relayers.',
     summary: 'EVM relayers take value/to/data/gas fields',
-    fields: {
-      value: {
-        type: { kind: 'u128' },
-        required: true,
-        description: 'Shape A (EVM), required: wei to send (u128, >= 0).',
-        gqlDescription: 'EVM: wei to send (u128), required.',
-      },
-      to: { type: { kind: 'string' }, nullable: true, description: 'Shape A: recipient address; absent for contract creation.' },
-      data: { type: { kind: 'string' }, nullable: true, description: 'Shape A: 0x-prefixed call data.' },
-      gas_limit: { type: { kind: 'int64' }, nullable: true, description: 'Shape A: int64, >= 0; estimated when absent (policy gas_limit_estimation).' },
-      gas_price: { type: { kind: 'u128' }, description: 'Shape A: legacy gas price (wei, >= 0).' },
-      max_fee_per_gas: { type: { kind: 'u128' }, description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' },
-      max_priority_fee_per_gas: { type: { kind: 'u128' }, description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' },
-      speed: {
-        type: { kind: 'enum', name: 'Speed', values: SPEEDS },
-        description: 'Shape A: pricing speed when no explicit gas price is given (default fast).',
-      },
-      valid_until: sharedSendFields.valid_until,
-    },
+    fields: evmFields,
     schema: evmShape,
   },
   record: {

@@ -1,11 +1,21 @@
 import { z } from 'zod';
-import { defineFamily } from '../../core/family-spec.js';
+import { camelShape, defineFamily, graphqlInfo } from '../../core/family-spec.js';
 import { solanaPolicySchema } from './policy.js';
 
 // The Solana family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
-/** Shape B of the send route (spec 4.1): the chain module judges the encoding and the transaction itself. */
-export const solanaShape = z.object({ transaction: z.string('required').min(1, 'required') }).strict();
+/** Shape B of the send route (spec 4.1), by REST name: the chain module judges the encoding and the transaction itself. */
+const solanaFields = z
+  .object({
+    transaction: z
+      .string({ error: (iss) => (iss.input === undefined ? 'required' : undefined) })
+      .min(1, 'required')
+      .meta({ description: 'Shape B (Solana), required: the base64 serialized transaction.' })
+      .register(graphqlInfo, { description: 'Solana: base64 serialized transaction.' }),
+  })
+  .strict();
+
+export const solanaShape = z.object(camelShape(solanaFields.shape)).strict();
 
 export type SolanaRequest = z.output<typeof solanaShape>;
 
@@ -14,21 +24,14 @@ export const solanaSpec = defineFamily({
   label: 'Solana',
   signerKind: 'solana',
   network: { fields: {}, probe: 'getHealth' },
-  policy: { schema: solanaPolicySchema as z.ZodType<Record<string, unknown>> },
+  policy: { schema: solanaPolicySchema, name: 'SolanaPolicy' },
   send: {
     letter: 'B',
     name: 'SolanaTransactionRequest',
     description: 'Shape B, for Solana relayers.',
     summary: 'Solana relayers `transaction`',
     restHint: '(`transaction`)',
-    fields: {
-      transaction: {
-        type: { kind: 'string' },
-        required: true,
-        description: 'Shape B (Solana), required: the base64 serialized transaction.',
-        gqlDescription: 'Solana: base64 serialized transaction.',
-      },
-    },
+    fields: solanaFields,
     schema: solanaShape,
   },
   record: { fields: ['network_type', 'from'], networkData: true },

@@ -1,7 +1,8 @@
 import { StrKey } from '@stellar/stellar-sdk';
 import { z } from 'zod';
+import { graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
+import { boundedInt, jsonMessages, rfc3339Text } from '../../lib/validate.js';
 import { StellarRequestError } from './request-error.js';
-import { rfc3339Text } from '../../lib/validate.js';
 
 // The Stellar send-transaction request ("shape C"), in the spec's field names: the one place its
 // field rules live (the service's shape check delegates here). Checks that need chain context
@@ -64,33 +65,47 @@ const operation = z.discriminatedUnion('type', [
   }),
 ]);
 
-const memo = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('none') }),
-  z.strictObject({
-    type: z.literal('text'),
-    value: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= 28, 'must be at most 28 bytes of UTF-8'),
-  }),
-  z.strictObject({
-    type: z.literal('id'),
-    value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
-  }),
-  z.strictObject({ type: z.literal('hash'), value: bytes32 }),
-  z.strictObject({ type: z.literal('return'), value: bytes32 }),
-]);
+const memo = z
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('none') }),
+    z.strictObject({
+      type: z.literal('text'),
+      value: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= 28, 'must be at most 28 bytes of UTF-8'),
+    }),
+    z.strictObject({
+      type: z.literal('id'),
+      value: wholeNumber('must be a non-negative integer (or a uint64 decimal string)').refine((v) => v <= UINT64_MAX, 'must fit in a uint64'),
+    }),
+    z.strictObject({ type: z.literal('hash'), value: bytes32 }),
+    z.strictObject({ type: z.literal('return'), value: bytes32 }),
+  ])
+  .register(graphqlInfo, { name: 'MemoInput' });
 
 export const stellarTransactionRequestSchema = z
   .strictObject({
-    network: z.string().min(1),
-    source_account: accountAddress.optional(),
-    operations: z.array(operation).min(1).max(100).optional(),
-    transaction_xdr: z.string().min(1).optional(),
-    memo: memo.optional(),
-    valid_until: rfc3339Text.optional(),
-    fee_bump: z.boolean().optional(),
+    network: z.string().min(1).meta({ description: 'Shape C (Stellar), required: the network name.' }),
+    source_account: accountAddress.optional().meta({ description: 'Shape C: the source account (default: the relayer).' }),
+    operations: z
+      .array(operation)
+      .min(1)
+      .max(100)
+      .optional()
+      .meta({ description: 'Shape C: operations to build the transaction from; exclusive with transaction_xdr.' }),
+    transaction_xdr: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'Shape C: a pre-built base64 XDR transaction, signed or unsigned; exclusive with operations.' }),
+    memo: memo.optional().meta({
+      description:
+        'Shape C: `{"type": "none"}`, `{"type": "text", "value": string}`, `{"type": "id", "value": integer}`, `{"type": "hash" | "return", "value": [32 bytes]}`.',
+    }),
+    valid_until: rfc3339Text.optional().meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).' }).register(graphqlInfo, validUntilInfo),
+    fee_bump: z.boolean().optional().meta({ description: 'Shape C: wrap in a fee-bump transaction; only with a signed transaction_xdr.' }),
     /** Fee cap in stroops (int64). */
-    max_fee: wholeNumber('must be a positive integer number of stroops')
-      .refine((v) => v > 0n && v <= INT64_MAX, 'must be between 1 and 2^63-1 stroops')
-      .default(DEFAULT_MAX_FEE),
+    max_fee: boundedInt(1n, INT64_MAX, 'int64')
+      .prefault(Number(DEFAULT_MAX_FEE))
+      .meta({ description: 'Shape C: fee cap in stroops (int64, default 1,000,000).' }),
   })
   .superRefine((req, ctx) => {
     if ((req.operations === undefined) === (req.transaction_xdr === undefined)) {
@@ -117,7 +132,7 @@ function pathString(path: PropertyKey[]): string {
  * bad field as "field: why", its `field` naming the first.
  */
 export function parseStellarRequest(body: unknown): StellarTransactionRequest {
-  const res = stellarTransactionRequestSchema.safeParse(body);
+  const res = stellarTransactionRequestSchema.safeParse(body, { error: jsonMessages });
   if (res.success) return res.data;
   const issues = res.error.issues.map((i) => {
     const field = pathString(i.path) || 'request';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Prisma, Delivery, DeliveryStatus, Notification } from '../../generated/prisma/client.js';
 import { conflict, invalid, notFound, notificationNotFound } from '../domain-error.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, urlText } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { paged, toPage } from '../page.js';
 import { checkWebhookUrl } from './url.js';
@@ -27,11 +27,23 @@ const id = z
   .min(1, 'must not be empty')
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
-const url = z.string().min(1, 'required').max(2048);
-const type = z.literal('webhook', { message: 'must be "webhook"' });
+// As far as a schema can tell (the OpenAPI document shows it); checkWebhookUrl adds what needs DNS.
+const url = urlText
+  .min(1, 'required')
+  .url({ message: 'must be a valid URL' })
+  .regex(/^https?:\/\//i, 'must be an http(s) URL')
+  .meta({ format: 'uri' });
+const type = z.enum(['webhook']).meta({ id: 'NotificationType' });
 
-const createInput = z.object({ id: id.nullish(), type: type.nullish(), url, signingKey: z.string().nullish() }).strict();
-const updateInput = z.object({ type: type.nullish(), url: url.nullish(), signingKey: z.string().nullish() }).strict();
+export const createInput = z
+  .object({
+    id: id.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
+    type: type.nullish(),
+    url: url.meta({ description: 'The webhook URL (http or https).' }),
+    signingKey: z.string().nullish().meta({ description: 'Signs the webhook bodies (X-Signature); never returned.' }),
+  })
+  .strict();
+export const updateInput = z.object({ type: type.nullish(), url: url.nullish(), signingKey: z.string().nullish() }).strict();
 
 export type CreateNotificationInput = z.input<typeof createInput>;
 export type UpdateNotificationInput = z.input<typeof updateInput>;

@@ -12,7 +12,7 @@ export const relayerEntry = (types: readonly [NetworkType, ...NetworkType[]]) =>
       id: z.string().min(1),
       name: z.string().min(1),
       network: z.string().min(1),
-      network_type: z.enum(types),
+      network_type: z.enum(types).meta({ id: 'NetworkType' }),
       paused: z.boolean().default(false),
       signer_id: z.string().min(1),
       notification_id: z.string().min(1).nullish(),

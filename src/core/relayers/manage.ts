@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { describeIssues } from '../../lib/validate.js';
 import { conflict, invalid, isDomainError, unavailable } from '../domain-error.js';
+import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
 import { signerFor } from '../signers.js';
 import { FINAL_STATUSES } from '../transactions/service.js';
@@ -32,7 +33,7 @@ const relayerId = z
   .regex(/^[A-Za-z0-9._:-]+$/, 'may contain only letters, digits, ".", "_", ":" and "-"');
 
 // The config file's relayer entry, with the id optional (a new UUID) as the reference has it.
-const createEntry = (rt: Runtime) => relayerEntry(rt.families.types).extend({ id: relayerId.optional() }).strict();
+export const createEntry = (types: FamilySpecs['types']) => relayerEntry(types).extend({ id: relayerId.optional() }).strict();
 
 const snake = (i: CreateRelayerInput) =>
   Object.fromEntries(
@@ -51,7 +52,7 @@ const snake = (i: CreateRelayerInput) =>
 
 /** Validated as a config file entry is; the address is the signer's for the relayer's chain family. */
 export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Promise<Relayer> {
-  const parsed = createEntry(rt).safeParse(snake(input));
+  const parsed = createEntry(rt.families.types).safeParse(snake(input));
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const e = parsed.data;
   const id = e.id ?? crypto.randomUUID();

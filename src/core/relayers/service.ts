@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../domain-error.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, urlText } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import { paged, toPage } from '../page.js';
 import { parsePolicies } from './policies.js';
@@ -48,12 +48,12 @@ export async function listRelayers(rt: Runtime, page?: number | null, perPage?: 
 
 const rpcConfig = z
   .object({
-    url: z.string().regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
-    weight: z.number().int().min(0).max(100).default(100),
+    url: urlText.regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
+    weight: z.number().int().min(0).max(100).default(100).meta({ description: '0 to 100 (default 100).' }),
   })
   .strict();
 
-const updateInput = z
+export const updateInput = z
   .object({
     name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
     paused: z.boolean().optional(),

@@ -64,7 +64,7 @@ export async function signMessage(rt: Runtime, relayerId: string, message: strin
   return ops.signMessage(rt, relayer, message);
 }
 
-const BYTES32 = /^(0x)?[0-9a-fA-F]{64}$/;
+export const BYTES32 = /^(0x)?[0-9a-fA-F]{64}$/;
 
 export async function signTypedData(rt: Runtime, relayerId: string, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature> {
   const issues = [

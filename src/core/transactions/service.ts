@@ -47,7 +47,7 @@ export async function getTransaction(rt: Runtime, id: string, relayerId?: string
   return tx;
 }
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** A stable digest of what the client sent, to tell a retry from a different request. */
 function requestDigest(input: Record<string, unknown>): string {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { invalid } from '../domain-error.js';
-import { describeIssues } from '../../lib/validate.js';
+import { describeIssues, jsonMessages } from '../../lib/validate.js';
 import type { NetworkType, SpecOf } from '../../chains/list.js';
 import type { FamilySpecs } from '../registry.js';
 
@@ -17,7 +17,7 @@ const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 /** Validates a send request for a relayer of `type`, naming fields as the REST spec does. */
 export function parseShape<T extends NetworkType>(families: FamilySpecs, type: T, input: Record<string, unknown>): ShapeOf<T> {
   const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  const result = families.spec(type).send.schema.safeParse(defined);
+  const result = families.spec(type).send.schema.safeParse(defined, { error: jsonMessages });
   if (!result.success) {
     const detail = result.error.issues
       .map((i) => {

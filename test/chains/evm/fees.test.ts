@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
-import { bumpFees, eip1559Fees, estimateGasWithMargin, legacyGasPrice, SPEEDS } from '../../../src/chains/evm/fees.js';
+import { bumpFees, eip1559Fees, estimateGasWithMargin, legacyGasPrice } from '../../../src/chains/evm/fees.js';
 import { blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
+import { SPEEDS } from '../../../src/chains/evm/spec.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc-client.js';
 
 const RECIPIENT = '0x000000000000000000000000000000000000dEaD';
