@@ -84,8 +84,11 @@ export function readStored<T extends z.ZodObject>(schema: T, stored: unknown): z
 export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
 
-/** An RFC 3339 date-time (seconds required, offset Z or ±hh:mm), as zod checks it. */
-export const rfc3339Text = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' });
+/**
+ * An RFC 3339 date-time (seconds required, offset Z or ±hh:mm), as zod checks it. A value that is
+ * not a string keeps the message of its type (jsonMessages: "must be a string").
+ */
+export const rfc3339Text = z.iso.datetime({ offset: true, error: (i) => (i.code === 'invalid_type' ? undefined : 'must be an RFC 3339 timestamp') });
 
 /** An RFC 3339 timestamp, as a Date. */
 export const rfc3339 = rfc3339Text.transform((s) => new Date(s));
