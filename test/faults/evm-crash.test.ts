@@ -2,7 +2,7 @@
 // and check the chain against the database: every accepted transaction final exactly once.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
-import { RECEIVER, rpc } from '../evm/helpers.js';
+import { RECEIVER, rpc } from '../chains/evm/support.js';
 import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { databaseKinds } from '../support/postgres.js';

@@ -8,8 +8,8 @@ import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startSolanaRpc, type SolanaRpcStub } from '../support/solana-rpc.js';
-import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, setComputeUnitLimit, SOL } from '../solana/support.js';
-import { keystores, localSigner } from '../stellar/support.js';
+import { buildTx, COMPUTE_BUDGET, NO_BLOCKHASH, setComputeUnitLimit, SOL } from '../chains/solana/support.js';
+import { keystores, localSigner } from '../chains/stellar/support.js';
 
 const RELAYER = 'solana-relayer';
 const SEND_PATH = `/api/v1/relayers/${RELAYER}/transactions`;

@@ -7,7 +7,7 @@ import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { databaseKinds } from '../support/postgres.js';
 import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
-import { keystores, localSigner } from '../stellar/support.js';
+import { keystores, localSigner } from '../chains/stellar/support.js';
 
 const PASSPHRASE = 'Relayer Fault Network ; 2025';
 const XLM = 10_000_000n;
