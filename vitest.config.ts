@@ -1,16 +1,38 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
+/** Tests that start nothing: no service, chain, database, server or process. */
+const UNIT = [
+  'test/api/body.test.ts',
+  'test/api/graphql/schema.test.ts',
+  'test/api/rest/operations.test.ts',
+  'test/chains/evm/decide.test.ts',
+  'test/chains/solana/decide.test.ts',
+  'test/chains/stellar/decide.test.ts',
+  'test/core/core.test.ts',
+  'test/core/notifications/rules.test.ts',
+  'test/core/relayers/rpc.test.ts',
+  'test/lib/json.test.ts',
+  'test/signers/evm-signing.test.ts',
+];
+/** Crash points, kill -9, RPC and infrastructure chaos, and the short soak. */
+const FAULTS = ['test/faults/**/*.test.ts'];
+
 export default defineConfig({
   // One copy of graphql for ESM and CJS importers alike (it checks instances across modules).
   resolve: { alias: { graphql: createRequire(import.meta.url).resolve('graphql') } },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
     // CI shares a 2-core machine with anvil, PostgreSQL and Redis: one retry absorbs a starved
     // worker; a test that fails twice still fails the run.
     retry: process.env.CI ? 1 : 0,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      // Everything else, test/deploy/ included.
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS] } },
+      { extends: true, test: { name: 'faults', include: FAULTS } },
+    ],
   },
 });
