@@ -17,6 +17,8 @@ const UNIT = [
 ];
 /** Crash points, kill -9, RPC and infrastructure chaos, and the short soak. */
 const FAULTS = ['test/faults/**/*.test.ts'];
+/** Builds dist/ when stale (test/support/global-setup.ts). */
+const GLOBAL_SETUP = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   // One copy of graphql for ESM and CJS importers alike (it checks instances across modules).
@@ -31,8 +33,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
       // Everything else, test/deploy/ included.
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS] } },
-      { extends: true, test: { name: 'faults', include: FAULTS } },
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS], globalSetup: GLOBAL_SETUP } },
+      { extends: true, test: { name: 'faults', include: FAULTS, globalSetup: GLOBAL_SETUP } },
     ],
   },
 });

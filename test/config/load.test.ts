@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { loadSigners } from '../../src/config/signers.js';
 import { DEV_ADDRESS, evmConfig, ROOT } from '../support/service.js';
+import { MAIN } from '../support/instance.js';
 
 const run = promisify(execFile);
 let dir: string;
@@ -24,7 +25,7 @@ async function writeConfig(name: string, config: unknown): Promise<string> {
 /** Starts the real service process; resolves with its exit code and stderr once it exits. */
 async function startProcess(configFile: string, env: Record<string, string> = {}) {
   try {
-    await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    await run(process.execPath, [MAIN], {
       cwd: ROOT,
       timeout: 60_000,
       env: {
