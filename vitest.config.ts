@@ -17,7 +17,7 @@ const UNIT = [
 ];
 /** Crash points, kill -9, RPC and infrastructure chaos, and the short soak. */
 const FAULTS = ['test/faults/**/*.test.ts'];
-/** Builds dist/ when stale (test/support/global-setup.ts). */
+/** Builds dist/ when stale and makes the migrated PGlite template (test/support/global-setup.ts). */
 const GLOBAL_SETUP = ['test/support/global-setup.ts'];
 
 export default defineConfig({

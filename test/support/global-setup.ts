@@ -1,9 +1,11 @@
 // Once per run, before the workers start (integration and faults projects): the compiled service
-// the spawning tests run (`node dist/main.js`), rebuilt only when a source is newer than it.
+// the spawning tests run (`node dist/main.js`), rebuilt only when a source is newer than it, and
+// the migrated PGlite template the tests copy (support/pglite.ts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { preparePgliteTemplate } from './pglite.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** What `npm run build` reads: a change to any of them makes dist/ stale. */
@@ -28,4 +30,5 @@ export function setup(): void {
   if (SOURCES.some((s) => newestMtime(path.join(ROOT, s)) > built)) {
     execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
   }
+  preparePgliteTemplate(ROOT);
 }

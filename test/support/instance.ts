@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../src/chains/evm/anvil.js';
 import path from 'node:path';
+import { seedPglite } from './pglite.js';
 import { API_KEY, ROOT } from './service.js';
 
 /** The compiled service the global setup builds (test/support/global-setup.ts). */
@@ -21,6 +22,7 @@ export interface Instance {
 /** The real service as its own process (compiled `src/main.ts`), listening on a free port. */
 export async function startInstance(env: Record<string, string>): Promise<Instance> {
   const port = await freePort();
+  if (env.DATA_DIR && !env.DATABASE_URL) await seedPglite(env.DATA_DIR);
   const child = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, API_KEY, HOST: '127.0.0.1', PORT: String(port), DEVNET: 'false', LOG_LEVEL: 'warn', ...env },
