@@ -11,6 +11,7 @@ import { createState } from '../../src/core/state.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { openTestPglite } from '../support/pglite.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
 // Prisma reads back for the same row, on both databases.
@@ -24,7 +25,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       drop = pg.drop;
       db = await openDatabase({ databaseUrl: pg.url });
     } else {
-      db = await openDatabase({ inMemory: true });
+      db = await openTestPglite();
     }
     await db.prisma.relayer.create({
       data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },

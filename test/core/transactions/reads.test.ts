@@ -7,6 +7,7 @@ import { openDatabase, type Database } from '../../../src/db/client.js';
 import type { Runtime } from '../../../src/core/runtime.js';
 import { readPage, readTransaction } from '../../../src/core/transactions/store.js';
 import { createTestDatabase, databaseKinds } from '../../support/postgres.js';
+import { openTestPglite } from '../../support/pglite.js';
 
 // The API's reads are hand-written SQL on the database handle: each row must be exactly what
 // Prisma's findUnique/findMany read for it, on both databases.
@@ -22,7 +23,7 @@ describe.each(await databaseKinds())('API reads on %s', (kind) => {
       drop = pg.drop;
       db = await openDatabase({ databaseUrl: pg.url });
     } else {
-      db = await openDatabase({ inMemory: true });
+      db = await openTestPglite();
     }
     rt = { db, prisma: db.prisma } as unknown as Runtime;
     await db.prisma.relayer.create({
