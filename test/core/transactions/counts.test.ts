@@ -197,7 +197,7 @@ describe.each(await databaseKinds())('transaction counts on %s', (db) => {
 
 describe.each(await databaseKinds())('the transaction_counts migration on %s', (db) => {
   it('counts the rows already there when it is applied, then keeps counting', async () => {
-    const pgdb = db === 'postgres' ? await createTestDatabase() : undefined;
+    const pgdb = db === 'postgres' ? await createTestDatabase({ empty: true }) : undefined;
     const pglite = pgdb ? undefined : new PGlite();
     const factory: SqlMigrationAwareDriverAdapterFactory = pgdb ? new PrismaPg({ connectionString: pgdb.url, max: 2 }) : new PrismaPGlite(pglite!);
     const admin = pgdb ? new pg.Client({ connectionString: pgdb.url }) : undefined;
