@@ -1,16 +1,46 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
+/** Tests that start nothing: no service, chain, database, server or process. */
+const UNIT = [
+  'test/api/body.test.ts',
+  'test/api/graphql/schema.test.ts',
+  'test/api/rest/operations.test.ts',
+  'test/chains/evm/decide.test.ts',
+  'test/chains/solana/decide.test.ts',
+  'test/chains/stellar/decide.test.ts',
+  'test/core/core.test.ts',
+  'test/core/notifications/rules.test.ts',
+  'test/core/relayers/rpc.test.ts',
+  'test/lib/json.test.ts',
+  'test/signers/evm-signing.test.ts',
+];
+/** Crash points, kill -9, RPC and infrastructure chaos, and the short soak. */
+const FAULTS = ['test/faults/**/*.test.ts'];
+/** Builds dist/ when stale and makes the migrated PGlite template (test/support/global-setup.ts). */
+const GLOBAL_SETUP = ['test/support/global-setup.ts'];
+
 export default defineConfig({
   // One copy of graphql for ESM and CJS importers alike (it checks instances across modules).
   resolve: { alias: { graphql: createRequire(import.meta.url).resolve('graphql') } },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Vitest's default on 2 cores is one worker, and most test time is waiting (blocks, leases,
+    // retries, restarts): three files at a time keep both cores busy. VITEST_MAX_WORKERS overrides.
+    maxWorkers: 3,
     // CI shares a 2-core machine with anvil, PostgreSQL and Redis: one retry absorbs a starved
     // worker; a test that fails twice still fails the run.
     retry: process.env.CI ? 1 : 0,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      // Everything else, test/deploy/ included.
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS], globalSetup: GLOBAL_SETUP } },
+      // A fault test starts the service several times and waits out the fault: with three files at
+      // a time the default minute was too short for evm-kill's five kill -9 rounds (which alone
+      // allow 90 s for the last restart to finish the work).
+      { extends: true, test: { name: 'faults', include: FAULTS, globalSetup: GLOBAL_SETUP, testTimeout: 240_000 } },
+    ],
   },
 });

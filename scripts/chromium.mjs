@@ -1,4 +1,4 @@
-// Before `npm test`: the browser test (test/ops/graphiql.test.ts) drives Debian's headless Chromium;
+// Before `npm test`: the browser test (test/api/graphql/graphiql.test.ts) drives Debian's headless Chromium;
 // install it when it is missing, so the test command works on a fresh machine.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -6,7 +6,7 @@ import type { Transaction } from '../../src/generated/prisma/client.js';
 import { startTransactionWorker } from '../../src/core/worker.js';
 import { families } from '../support/families.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { envelope, RECEIVER, startRestService } from '../rest/helpers.js';
+import { envelope, RECEIVER, startRestService } from '../api/rest/helpers.js';
 
 describe('a worker with rows piling up', () => {
   let svc: TestService;

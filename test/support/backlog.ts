@@ -4,7 +4,7 @@ import { createServerAdapter } from '@whatwg-node/server';
 import type { Runtime } from '../../src/core/runtime.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from './service.js';
 
-// A webhook backlog to dead receivers, for test/notifications/backlog.test.ts and bench/webhooks.ts.
+// A webhook backlog to dead receivers, for test/core/notifications/backlog.test.ts and bench/webhooks.ts.
 
 /**
  * Writes `transactions` transaction rows (kept off the chain workers) with `perTransaction` pending

@@ -9,7 +9,7 @@ import { isInteger } from '../../src/api/rest/fields.js';
 // store (NUL, lone surrogates) in a field, a field name, a path or a query parameter; numbers that
 // are not exact integers in their written form; bodies that are not JSON (wrong or no content
 // type), too large, or nested thousands deep. Every one must be refused (400, 413 or 415) in the
-// envelope, and change nothing. Used by test/rest/fuzz.test.ts and bench/fuzz.ts.
+// envelope, and change nothing. Used by test/api/rest/fuzz.test.ts and bench/fuzz.ts.
 
 export interface Hostile {
   method: string;

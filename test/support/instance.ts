@@ -1,6 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../src/chains/evm/anvil.js';
+import path from 'node:path';
+import { seedPglite } from './pglite.js';
 import { API_KEY, ROOT } from './service.js';
+
+/** The compiled service the global setup builds (test/support/global-setup.ts). */
+export const MAIN = path.join(ROOT, 'dist/main.js');
 
 export interface Instance {
   url: string;
@@ -14,10 +19,11 @@ export interface Instance {
   stop(): Promise<void>;
 }
 
-/** The real service as its own process (`src/main.ts`), listening on a free port. */
+/** The real service as its own process (compiled `src/main.ts`), listening on a free port. */
 export async function startInstance(env: Record<string, string>): Promise<Instance> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  if (env.DATA_DIR && !env.DATABASE_URL) await seedPglite(env.DATA_DIR);
+  const child = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, API_KEY, HOST: '127.0.0.1', PORT: String(port), DEVNET: 'false', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -21,12 +21,19 @@ export function postgresReachable(): Promise<boolean> {
   return reachable;
 }
 
-/** A fresh, empty database for one test service; drop() removes it. */
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/** Set by the global setup: a database with every migration applied, which createTestDatabase copies. */
+export const PG_TEMPLATE_ENV = 'RELAYER_TEST_POSTGRES_TEMPLATE';
+
+/**
+ * A fresh database for one test service; drop() removes it. In a test run it is a copy of the
+ * migrated template (a service opening it has no migration left to apply), unless `empty`.
+ */
+export async function createTestDatabase(opts: { empty?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `relayer_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const template = opts.empty ? undefined : process.env[PG_TEMPLATE_ENV];
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   await admin.end();
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;

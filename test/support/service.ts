@@ -6,6 +6,7 @@ import { startAnvil } from '../../src/chains/evm/anvil.js';
 import { parseEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/lib/log.js';
 import { startService, type Service } from '../../src/service.js';
+import { seedPglite } from './pglite.js';
 import { createTestDatabase } from './postgres.js';
 
 export const API_KEY = 'test-api-key-0123456789abcdef-0123456789';
@@ -89,6 +90,7 @@ export async function startTestService(
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...opts.env,
   };
+  if (!envVars.DATABASE_URL) await seedPglite(dir);
   const env = parseEnv(envVars);
   const cleanup = async () => {
     await anvil?.stop();

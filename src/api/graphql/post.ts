@@ -12,7 +12,7 @@ import type { HttpLabels } from '../../metrics/index.js';
 // the document limits) once per distinct text, the operation runs through the runner the REST routes
 // use, and the response is written by yoga's own result processor. Anything else (GET, GraphiQL,
 // subscriptions, an invalid or over-large document, cross-origin requests, other media types) goes
-// to yoga, which answers it as before; test/graphql/post.test.ts compares both answers. Worth it
+// to yoga, which answers it as before; test/api/graphql/post.test.ts compares both answers. Worth it
 // while bench/graphql-post.ts shows it saves a tenth of a request's time or more (December 2026:
 // 11 to 23% of the client's time, 12 to 20% of the service's CPU, for a relayer read with its page).
 

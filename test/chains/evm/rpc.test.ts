@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPublicClient } from 'viem';
 import { startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
 import { createEvmRpc, isTransientRpcError, RpcError, RpcUnavailableError } from '../../../src/chains/evm/rpc-client.js';
-import { countingProxy, rpcErrorServer, testServer, type TestServer } from './helpers.js';
+import { countingProxy, rpcErrorServer, testServer, type TestServer } from './servers.js';
 
 const DEAD = 'http://127.0.0.1:1';
 // Contract-creation init code that immediately REVERTs (PUSH1 0 PUSH1 0 REVERT).

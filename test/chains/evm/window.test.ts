@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseKinds } from '../../support/postgres.js';
+import { startTestService, type TestService } from '../../support/service.js';
+import { getTx, RECEIVER, RELAYER, waitStatus } from './support.js';
+
+// A chain whose blocks hold 4 transfers (23,100 gas each, what the relayer gives a plain transfer),
+// a block a second: 60 transfers sent at once fill 15 blocks, each raising the base fee by about a
+// tenth (a transfer uses 21,000). Signed all at once at twice the base fee, the later ones would be
+// priced out after seven blocks or so and signed again; the send window (3 blocks' worth, at least
+// 16) signs each only when the chain is near it.
+const SENDS = 60;
+const PER_BLOCK = 4;
+
+describe.each(await databaseKinds())('a flood beyond what the chain mines in a few blocks, on %s', (db) => {
+  let svc: TestService;
+
+  beforeAll(async () => {
+    svc = await startTestService({ db, anvil: { blockTime: 1, gasLimit: PER_BLOCK * 23_100 } });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('is signed as the chain gets near each transaction: every one confirmed with its first signing, in full blocks', async () => {
+    const sent = await Promise.all(
+      Array.from({ length: SENDS }, async (_, i) => {
+        const res = await svc.request('POST', `/api/v1/relayers/${RELAYER}/transactions`, { to: RECEIVER, value: i + 1, speed: 'fast' });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { data: { id: string } }).data.id;
+      }),
+    );
+    // Held by the window: the last ones are still pending, unsigned, while the first are mined.
+    const last = await getTx(svc, sent[SENDS - 1]);
+    expect(last.status).toBe('pending');
+    expect(last.hashes).toEqual([]);
+
+    const txs = [];
+    for (const id of sent) txs.push(await waitStatus(svc, id, 'confirmed', 60_000));
+    for (const tx of txs) {
+      expect(tx.hashes).toHaveLength(1);
+      expect(tx.statusReason).toBeNull();
+    }
+    // No block went short while transfers waited (the first may have come before all were sent).
+    const blocks = new Set(txs.map((tx) => tx.networkData.block_number));
+    expect(blocks.size).toBeLessThanOrEqual(SENDS / PER_BLOCK + 1);
+  });
+});

@@ -1,0 +1,3 @@
+import { evmCrashPoints } from './evm-crash.js';
+
+evmCrashPoints('pglite');

@@ -1,0 +1,3 @@
+import { solanaCrashPoints } from './solana.js';
+
+solanaCrashPoints('pglite');

@@ -1,0 +1,3 @@
+import { stellarCrashPoints } from './stellar.js';
+
+stellarCrashPoints('pglite');
