@@ -1,4 +1,3 @@
-import { ExpiringMap } from '../../lib/expiring.js';
 import { bumpFees, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
@@ -15,34 +14,19 @@ export const feesFromJson = (f: FeesJson): FeeParams =>
 /** The most a transaction may pay per gas under these fees. */
 export const maxPricePerGas = (f: FeeParams) => ('gasPrice' in f ? f.gasPrice : f.maxFeePerGas);
 
-/** Values per client, each kept for `ttlMs` (a failure is not kept); they go with the client. */
-function perClient<T>(ttlMs: number) {
-  const maps = new WeakMap<EvmRpc, ExpiringMap<string, Promise<T>>>();
-  return (rpc: EvmRpc, key: string, load: () => Promise<T>): Promise<T> => {
-    let map = maps.get(rpc);
-    if (!map) maps.set(rpc, (map = new ExpiringMap(ttlMs)));
-    return map.load(key, load);
-  };
-}
-
 // Market prices change once per block: one look per speed per second is plenty, and saves an RPC
 // round trip per transaction. A cache only; a stale price is at worst resubmitted with a bump.
-const marketCache = perClient<FeeParams>(1_000);
-
 export function marketFees(rpc: EvmRpc, eip1559: boolean, speed: Speed): Promise<FeeParams> {
-  return marketCache(rpc, `${eip1559}:${speed}`, () =>
+  return rpc.memo(`fees ${eip1559} ${speed}`, 1_000, () =>
     eip1559
-      ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }))
+      ? eip1559Fees(rpc, speed).then(({ maxFeePerGas, maxPriorityFeePerGas }): FeeParams => ({ maxFeePerGas, maxPriorityFeePerGas }))
       : legacyGasPrice(rpc, speed).then((gasPrice): FeeParams => ({ gasPrice })),
   );
 }
 
-// A chain's block gas limit moves slowly, if at all: one look a minute.
-const gasLimitCache = perClient<bigint>(60_000);
-
-/** The gas limit of the chain's latest block. */
+/** The gas limit of the chain's latest block (it moves slowly, if at all: one look a minute). */
 export function blockGasLimit(rpc: EvmRpc): Promise<bigint> {
-  return gasLimitCache(rpc, 'latest', () =>
+  return rpc.memo('block gas limit', 60_000, () =>
     rpc.request<{ gasLimit?: string } | null>('eth_getBlockByNumber', ['latest', false]).then((b) => {
       if (!b?.gasLimit) throw new Error('the latest block has no gasLimit');
       return BigInt(b.gasLimit);

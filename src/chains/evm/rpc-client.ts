@@ -8,6 +8,7 @@ import {
   type RpcLogger,
   type RpcOutcome,
 } from '../jsonrpc.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import { isEvmResultShape } from './results.js';
 
 export { RpcUnavailableError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
@@ -37,6 +38,8 @@ export type EvmRpc = {
   /** viem transport with failover: `createPublicClient({ transport: rpc.transport })`. */
   transport: Transport;
   status(): EndpointStatus[];
+  /** A slowly changing answer (fees, the block gas limit) kept for `ttlMs` under `key`; a failure is not kept. */
+  memo<T>(key: string, ttlMs: number, load: () => Promise<T>): Promise<T>;
 };
 
 /** Minimal surface needed by callers that only issue requests. */
@@ -69,11 +72,17 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
     label: 'createEvmRpc',
   });
   const request = <T = unknown>(method: string, params: unknown[] = []) => client.request<T>(method, params);
+  const memos = new Map<number, ExpiringMap<string, Promise<unknown>>>();
   return {
     request,
     batch: client.batch,
     // retryCount 0: failover and retries already happen in request().
     transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params ?? []) }, { retryCount: 0 }),
     status: client.status,
+    memo<T>(key: string, ttlMs: number, load: () => Promise<T>) {
+      let map = memos.get(ttlMs);
+      if (!map) memos.set(ttlMs, (map = new ExpiringMap(ttlMs)));
+      return map.load(key, load) as Promise<T>;
+    },
   };
 }
