@@ -23,6 +23,7 @@ import { readState, type Broadcast } from '../../../src/chains/evm/state.js';
 import { evmSteps } from '../../../src/chains/evm/steps.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
 import { createState } from '../../../src/core/state.js';
+import { ExpiringMap } from '../../../src/lib/expiring.js';
 
 const pace = { blocktimeMs: 1_000, requiredConfirmations: 1 };
 const h = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex;
@@ -403,13 +404,17 @@ describe('the send window', () => {
   it('is read from the latest block only for a step with a row 16 or more ahead; none when the block cannot be read', async () => {
     const calls: string[] = [];
     let block: () => unknown = () => ({ gasLimit: '0x1c9c380' }); // 30,000,000
-    const rpc = {
-      request: async (method: string) => {
-        calls.push(method);
-        return method === 'eth_getTransactionCount' ? '0x64' : block(); // mined nonce 100
-      },
+    const client = () => {
+      const kept = new ExpiringMap<string, Promise<unknown>>(60_000);
+      return {
+        request: async (method: string) => {
+          calls.push(method);
+          return method === 'eth_getTransactionCount' ? '0x64' : block(); // mined nonce 100
+        },
+        memo: (key: string, _ttlMs: number, load: () => Promise<unknown>) => kept.load(key, load),
+      };
     };
-    const c = { rt: { state: createState() }, relayer: { id: 'w1' }, evm: { rpc, relayer: { address: '0x1' } }, log: { debug() {} } };
+    const c = { rt: { state: createState() }, relayer: { id: 'w1' }, evm: { rpc: client(), relayer: { address: '0x1' } }, log: { debug() {} } };
     const observe = (nonce: number) => evmSteps.observe(c as never, [row({ nonce: BigInt(nonce) })]);
     expect((await observe(115)).window).toBeUndefined();
     expect(calls).toEqual(['eth_getTransactionCount']);
@@ -417,7 +422,7 @@ describe('the send window', () => {
     block = () => {
       throw new Error('no such block');
     };
-    c.evm.rpc = { ...rpc }; // another node (the limit is kept per client)
+    c.evm.rpc = client(); // another node (the limit is kept per client)
     expect((await observe(116)).window).toBeUndefined();
   });
 
