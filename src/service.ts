@@ -25,6 +25,7 @@ import { watchDatabase } from './metrics/scrape.js';
 import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { signerFor } from './core/signers.js';
+import { CUSTODY_TYPES } from './signers/list.js';
 
 export interface Service {
   rt: Runtime;
@@ -39,6 +40,21 @@ export interface Service {
 }
 
 export class StartupError extends Error {}
+
+/**
+ * SIGNER_STORE_KEY, else (embedded default only) one generated once and kept under DATA_DIR beside
+ * the API key, so signers can be created through the API on a fresh start.
+ */
+async function resolveStoreKey(env: Env): Promise<string | undefined> {
+  if (env.signerStoreKey || env.databaseUrl) return env.signerStoreKey;
+  const file = path.join(env.dataDir, 'signer-store-key');
+  const existing = (await readFile(file, 'utf8').catch(() => '')).trim();
+  if (existing.length >= 32) return existing;
+  const key = randomBytes(32).toString('base64url');
+  await mkdir(env.dataDir, { recursive: true });
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
 
 /** The API key: API_KEY, else (embedded default only) one generated once and kept under DATA_DIR. */
 async function resolveApiKey(env: Env, log: Logger): Promise<string> {
@@ -56,12 +72,14 @@ async function resolveApiKey(env: Env, log: Logger): Promise<string> {
   return key;
 }
 
-export async function startService(env: Env, opts: { log?: Logger; workers?: boolean } = {}): Promise<Service> {
-  const log = opts.log ?? createLogger(env.logLevel);
-  const apiKey = await resolveApiKey(env, log);
+export async function startService(given: Env, opts: { log?: Logger; workers?: boolean } = {}): Promise<Service> {
+  const log = opts.log ?? createLogger(given.logLevel);
+  const apiKey = await resolveApiKey(given, log);
+  const env = { ...given, signerStoreKey: await resolveStoreKey(given) };
   // The chain families offered (chains/list.ts) with their pipelines: everything below derives from them.
   const families = await loadFamilies(FAMILY_SPECS);
-  const config = await loadConfig(env.configPath, families);
+  const custodies = new Map(CUSTODY_TYPES.map((c) => [c.type, c]));
+  const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
   const devnet = env.devnet ? await startDevnet(config, env.devnetPort, env.dataDir, log) : undefined;
   const db = await openDatabase({
@@ -74,13 +92,6 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     await devnet?.stop();
     throw e;
   });
-  try {
-    await syncConfig(db.prisma, config, signers);
-  } catch (e) {
-    await db.close();
-    await devnet?.stop();
-    throw e;
-  }
   const redis = env.redisUrl ? await connectShared(env.redisUrl) : undefined;
   const rt: Runtime = {
     env,
@@ -90,6 +101,7 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     config,
     families,
     signers,
+    custodies,
     pubsub: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
     instanceId: env.instanceId ?? randomUUID(),
     redisPing: redis ? () => redis.publish.ping() : undefined,
@@ -107,6 +119,16 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
     roomForSends: () => undefined,
     wakeDeliveries: () => {},
   };
+  try {
+    await loadCustodySigners(rt);
+    await syncConfig(db.prisma, config, signers);
+  } catch (e) {
+    await db.close();
+    redis?.publish.disconnect();
+    redis?.subscribe.disconnect();
+    await devnet?.stop();
+    throw e;
+  }
   watchDatabase(rt);
   const metrics = env.metrics.enabled
     ? await startMetricsServer(rt.metrics.registry, env.host, env.metrics.port, log).catch(async (e: Error) => {
@@ -149,6 +171,18 @@ export async function startService(env: Env, opts: { log?: Logger; workers?: boo
 }
 
 /** Signers of relayers created through the API (the file's were loaded with it); one that fails disables only its relayer. */
+/**
+ * The config file's relayers on a custody's key: each key is asked for its public part now. One
+ * that does not answer is logged; its relayer is disabled by its start-up check until it does.
+ */
+async function loadCustodySigners(rt: Runtime) {
+  await Promise.all(
+    rt.config.relayers
+      .filter((r) => rt.config.signers.get(r.signerId)?.type === 'custody')
+      .map((r) => signerFor(rt, r.signerId, r.networkType).catch((err: Error) => rt.log.warn({ relayerId: r.id, reason: err.message }, 'signer not loaded'))),
+  );
+}
+
 async function loadApiSigners(rt: Runtime) {
   for (const r of await rt.prisma.relayer.findMany({ where: { configDigest: null }, select: { id: true, signerId: true, networkType: true } })) {
     await signerFor(rt, r.signerId, r.networkType).catch((err) => rt.log.error({ err, relayerId: r.id }, 'signer of relayer could not be loaded'));

@@ -42,6 +42,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   SIGNER_STORE_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  SIGNER_TIMEOUT_MS: z.coerce.number().int().positive().max(300_000).default(10_000),
   RELAYER_CRASH_AT: z.string().min(1).optional(),
   METRICS_ENABLED: bool.default(false),
   METRICS_PORT: port.default(8081),
@@ -69,6 +70,8 @@ export type Env = {
   instanceId?: string;
   /** Passphrase of the keystores of signers created through the API (stored encrypted in the database). */
   signerStoreKey?: string;
+  /** The longest a signer custody's call may take before it counts as failed (a timeout). */
+  signerTimeoutMs: number;
   /** Fault injection for tests only (src/lib/crash.ts). */
   crashAt?: string;
   /** Prometheus metrics on their own port (the reference system's METRICS_ENABLED, METRICS_PORT). */
@@ -130,6 +133,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     logLevel: e.LOG_LEVEL,
     instanceId: e.INSTANCE_ID,
     signerStoreKey: e.SIGNER_STORE_KEY,
+    signerTimeoutMs: e.SIGNER_TIMEOUT_MS,
     crashAt: e.RELAYER_CRASH_AT,
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

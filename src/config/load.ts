@@ -7,16 +7,18 @@ import { networkKey, type Network, type RpcEndpoint } from '../core/networks.js'
 import type { FamilySpecs, NetworkType } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
+import type { Custodies } from '../signers/custody.js';
 import { configFile, networkEntry, notificationEntry, signerEntry, type Secret } from './schema.js';
 
-export interface SignerConfig {
+export type SignerConfig = {
   id: string;
-  type: 'local';
-  keystorePath: string;
-  passphrase: string;
   /** Where the entry is, for error messages. */
   where: string;
-}
+} & (
+  | { type: 'local'; keystorePath: string; passphrase: string }
+  /** A key custody's type (signers/custody.ts), its config as that type parsed it. */
+  | { type: 'custody'; custody: string; config: unknown; baseDir: string }
+);
 
 export interface NotificationConfig {
   id: string;
@@ -46,6 +48,14 @@ export interface Config {
   relayers: RelayerConfig[];
 }
 
+/** The `{ "type": "env" }` secrets in a parsed custody config, with where each is. */
+function* envSecrets(value: unknown, at: string): Generator<{ name: string; at: string }> {
+  if (!value || typeof value !== 'object') return;
+  const v = value as Record<string, unknown>;
+  if (v.type === 'env' && typeof v.value === 'string' && Object.keys(v).length === 2) yield { name: v.value, at };
+  else for (const [k, inner] of Object.entries(v)) yield* envSecrets(inner, `${at}.${k}`);
+}
+
 export class ConfigError extends Error {
   constructor(
     readonly file: string,
@@ -71,7 +81,12 @@ const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null 
  * Reads and checks the whole file against the chain families offered; every problem is reported at
  * once, naming the entry and field.
  */
-export async function loadConfig(file: string, families: FamilySpecs, env: Record<string, string | undefined> = process.env): Promise<Config> {
+export async function loadConfig(
+  file: string,
+  families: FamilySpecs,
+  env: Record<string, string | undefined> = process.env,
+  custodies: Custodies = new Map(),
+): Promise<Config> {
   const networkSchema = networkEntry(families);
   const relayerSchema = relayerEntry(families.types);
   const problems: string[] = [];
@@ -187,8 +202,18 @@ export async function loadConfig(file: string, families: FamilySpecs, env: Recor
     const r = signerEntry.safeParse(raw);
     if (!r.success) return void problems.push(...issues(where, r.error));
     signerSeen(r.data.id, where);
+    const custody = custodies.get(r.data.type);
+    if (custody) {
+      const c = custody.config.safeParse(r.data.config ?? {});
+      if (!c.success) return void problems.push(...issues(`${where}.config`, c.error));
+      for (const { name, at } of envSecrets(c.data, `${where}.config`)) {
+        if (!env[name]) problems.push(`${at}: environment variable ${name} is not set`);
+      }
+      return void signers.set(r.data.id, { id: r.data.id, type: 'custody', custody: custody.type, config: c.data, baseDir: base, where });
+    }
     if (r.data.type !== 'local') {
-      return void problems.push(`${where}.type: signer type "${r.data.type}" is not supported (supported: local)`);
+      const known = ['local', ...custodies.keys()].join(', ');
+      return void problems.push(`${where}.type: signer type "${r.data.type}" is not supported (supported: ${known})`);
     }
     const keyPath = r.data.config?.path ?? r.data.path;
     const pass = r.data.config?.passphrase ?? r.data.passphrase;

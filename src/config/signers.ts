@@ -10,6 +10,8 @@ export async function loadSigners(config: Config, families: FamilySpecs): Promis
   const registry: SignerRegistry = new Map();
   const secrets = new Map<string, Promise<Uint8Array | undefined>>();
   for (const s of config.signers.values()) {
+    // A custody's key is asked for once the runtime is up (core/signers.ts); it may be away at start-up.
+    if (s.type !== 'local') continue;
     secrets.set(
       s.id,
       readKeystoreFile(s.keystorePath, s.passphrase).catch((e: Error) => {

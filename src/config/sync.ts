@@ -30,11 +30,12 @@ export async function syncConfig(prisma: Db, config: Config, signers: SignerRegi
   const deletedRelayers = deleted('relayer');
   for (const r of config.relayers) {
     if (deletedRelayers.has(r.id)) continue;
-    const signer = signers.get(signerKey(r.signerId, r.networkType));
-    if (!signer) continue;
+    // A custody that did not answer at start-up: the address is unknown until it does (core/relayers/checks.ts).
+    const address = signers.get(signerKey(r.signerId, r.networkType))?.address ?? '';
     const { where, ...entry } = r;
-    const configDigest = digest({ ...entry, address: signer.address });
+    const configDigest = digest({ ...entry, address });
     const existing = await prisma.relayer.findUnique({ where: { id: r.id }, select: { configDigest: true, address: true } });
+    if (!address && existing) continue;
     // Unchanged since last applied, or created through the API (no digest): the API's stays.
     if (existing && (existing.configDigest === configDigest || existing.configDigest === null)) continue;
     if (r.notificationId && !(await prisma.notification.findUnique({ where: { id: r.notificationId }, select: { id: true } }))) {
@@ -45,7 +46,7 @@ export async function syncConfig(prisma: Db, config: Config, signers: SignerRegi
       name: r.name,
       network: r.network,
       networkType: r.networkType,
-      address: signer.address,
+      address,
       paused: r.paused,
       signerId: r.signerId,
       notificationId: r.notificationId,
@@ -54,7 +55,7 @@ export async function syncConfig(prisma: Db, config: Config, signers: SignerRegi
       configDigest,
     };
     // A new signer means a new account: its nonce must be read from the chain again.
-    const resetNonce = existing && existing.address !== signer.address ? { nextNonce: null } : {};
+    const resetNonce = existing && existing.address !== address ? { nextNonce: null } : {};
     await prisma.relayer.upsert({ where: { id: r.id }, create: { id: r.id, ...data }, update: { ...data, ...resetNonce } });
   }
   if (problems.length) throw new ConfigError(config.file, problems);

@@ -7,6 +7,7 @@ import type { IntakeQueue } from './transactions/intake.js';
 import type { Relayer } from '../generated/prisma/client.js';
 import { ExpiringMap } from '../lib/expiring.js';
 import type { SignerRegistry } from './signers.js';
+import type { Custodies } from '../signers/custody.js';
 import type { Database, Db } from '../db/client.js';
 import type { StateOf } from './state.js';
 import type { Env } from '../config/env.js';
@@ -32,6 +33,8 @@ export interface Runtime {
   /** The chain families this service offers, with their pipelines. */
   families: Families;
   signers: SignerRegistry;
+  /** The signer types offered besides `local` (src/signers/list.ts). */
+  custodies: Custodies;
   pubsub: PubSub<Topics>;
   instanceId: string;
   /** Pings the shared Redis, when one is configured (readiness). */

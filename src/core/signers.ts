@@ -1,20 +1,26 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } from '../signers/index.js';
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
+import { curveOf, custodySigner, guarded } from '../signers/remote.js';
+import { CustodyError, type Curve, type CustodyType, type SecretValue } from '../signers/custody.js';
 import { describeIssues } from '../lib/validate.js';
 import { conflict, invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 
-// Signers: the config file's `local` signers, plus those created or changed through the API, kept
-// as keystores encrypted with SIGNER_STORE_KEY in the signers table (a row there wins over the
-// file's entry of the same id). One removed through the API leaves a tombstone, so the file does not
-// bring it back. Key material never leaves this module but as a Signer (which hides it).
+// Signers: the config file's, plus those created or changed through the API, kept encrypted with
+// SIGNER_STORE_KEY in the signers table (a row there wins over the file's entry of the same id):
+// `local` ones as keystores, a custody's (signers/custody.ts) as its config, sealed, beside the fields
+// it may show. One removed through the API leaves a tombstone, so the file does not bring it back.
+// Key material and secrets never leave this module but as a Signer (which hides them).
 
 export interface SignerView {
   id: string;
-  type: 'local';
+  /** `local`, or the custody's type (`aws_kms`, `pkcs11`, ...). */
+  type: string;
+  /** The config's fields that are not secret (none for `local`). */
+  config: Record<string, unknown>;
   /** Where the signer is defined: the config file or the API. */
   source: 'config' | 'api';
 }
@@ -47,15 +53,17 @@ const keyConfig = z
   })
   .strict();
 
+const anyConfig = z.record(z.string(), z.unknown()).meta({ description: "The type's config: see docs/configuration.md#signers." });
+
 export const createInput = z
   .object({
     id: signerId.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
     // "plain" takes a raw key (the reference's name); "local" a keystore, or nothing for a new key.
-    type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }).meta({ description: '`local` or `plain`.' }),
-    config: keyConfig.nullish(),
+    type: z.string().min(1).meta({ description: '`local`, `plain`, or a custody type (`aws_kms`, `pkcs11`, ...).' }),
+    config: anyConfig.nullish(),
   })
   .strict();
-export const updateInput = z.object({ type: z.enum(['local', 'plain'], { message: 'must be "local" or "plain"' }).nullish(), config: keyConfig }).strict();
+export const updateInput = z.object({ type: z.string().min(1).nullish(), config: anyConfig }).strict();
 
 export type CreateSignerInput = z.input<typeof createInput>;
 export type UpdateSignerInput = z.input<typeof updateInput>;
@@ -64,10 +72,29 @@ async function tombstoned(rt: Runtime, id: string) {
   return !!(await rt.prisma.tombstone.findUnique({ where: { kind_id: { kind: 'signer', id } } }));
 }
 
+/** What the signers table keeps for a custody's signer: the fields it may show, and its whole config sealed. */
+interface StoredCustody {
+  visible: Record<string, unknown>;
+  sealed: { keystore: unknown; iv: string; tag: string; data: string };
+}
+
+const LOCAL = ['local', 'plain'];
+
+function viewOf(id: string, type: string, stored: unknown, source: 'config' | 'api'): SignerView {
+  return { id, type, config: type === 'local' ? {} : ((stored as StoredCustody | null)?.visible ?? {}), source };
+}
+
+function fileView(rt: Runtime, id: string): SignerView | null {
+  const entry = rt.config.signers.get(id);
+  if (!entry) return null;
+  if (entry.type === 'local') return { id, type: 'local', config: {}, source: 'config' };
+  return { id, type: entry.custody, config: custodyOf(rt, entry.custody).visible(entry.config), source: 'config' };
+}
+
 async function find(rt: Runtime, id: string): Promise<SignerView | null> {
-  if (await rt.prisma.signer.findUnique({ where: { id }, select: { id: true } })) return { id, type: 'local', source: 'api' };
-  if (rt.config.signers.has(id) && !(await tombstoned(rt, id))) return { id, type: 'local', source: 'config' };
-  return null;
+  const row = await rt.prisma.signer.findUnique({ where: { id }, select: { type: true, keystore: true } });
+  if (row) return viewOf(id, row.type, row.keystore, 'api');
+  return (await tombstoned(rt, id)) ? null : fileView(rt, id);
 }
 
 export async function getSigner(rt: Runtime, id: string): Promise<SignerView> {
@@ -80,16 +107,15 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
   const p = toPage(page, perPage);
   const all = async () => {
     const [rows, stones] = await Promise.all([
-      rt.prisma.signer.findMany({ select: { id: true } }),
+      rt.prisma.signer.findMany({ select: { id: true, type: true, keystore: true } }),
       rt.prisma.tombstone.findMany({ where: { kind: 'signer' }, select: { id: true } }),
     ]);
     const api = new Set(rows.map((r) => r.id));
     const gone = new Set(stones.map((s) => s.id));
     const fromFile = [...rt.config.signers.keys()].filter((id) => !api.has(id) && !gone.has(id));
-    return [
-      ...[...api].map((id) => ({ id, type: 'local' as const, source: 'api' as const })),
-      ...fromFile.map((id) => ({ id, type: 'local' as const, source: 'config' as const })),
-    ].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...rows.map((r) => viewOf(r.id, r.type, r.keystore, 'api')), ...fromFile.map((id) => fileView(rt, id)!)].sort((a, b) =>
+      a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+    );
   };
   return paged(
     p,
@@ -98,14 +124,81 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
   );
 }
 
+function custodyOf(rt: Runtime, type: string): CustodyType {
+  const custody = rt.custodies.get(type);
+  if (!custody) throw invalid(`type: signer type "${type}" is not supported (supported: ${[...LOCAL, ...rt.custodies.keys()].join(', ')})`);
+  return custody;
+}
+
+/** The whole config, encrypted under a fresh data key, itself kept as a keystore under the store key. */
+async function seal(config: unknown, passphrase: string): Promise<StoredCustody['sealed']> {
+  const dataKey = randomBytes(32);
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', dataKey, iv);
+  const data = Buffer.concat([cipher.update(JSON.stringify(config), 'utf8'), cipher.final()]);
+  const keystore = await encryptKeystore(dataKey, passphrase, { n: KEYSTORE_COST });
+  dataKey.fill(0);
+  return { keystore, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+}
+
+async function unseal(sealed: StoredCustody['sealed'], passphrase: string): Promise<unknown> {
+  const dataKey = await decryptKeystore(sealed.keystore, passphrase);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', dataKey, Buffer.from(sealed.iv, 'base64'));
+    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+    return JSON.parse(Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8'));
+  } finally {
+    dataKey.fill(0);
+  }
+}
+
+/** Opens a custody's key for `curve`, every call bounded by SIGNER_TIMEOUT_MS and counted. */
+async function openCustody(rt: Runtime, id: string, custody: CustodyType, config: unknown, curve: Curve, baseDir: string) {
+  const secret = (s: SecretValue) => {
+    if (typeof s === 'string' || s.type === 'plain') return typeof s === 'string' ? s : s.value;
+    const value = process.env[s.value];
+    if (!value) throw new CustodyError('rejected', `environment variable ${s.value} is not set`);
+    return value;
+  };
+  const opened = await custody.open(config, { id, curve, secret, baseDir });
+  return guarded(opened, {
+    id,
+    type: custody.type,
+    timeoutMs: rt.env.signerTimeoutMs,
+    observe: (operation, outcome, seconds) => {
+      rt.metrics.signerCalls.inc({ signer_type: custody.type, operation, outcome });
+      rt.metrics.signerLatency.observe({ signer_type: custody.type, operation }, seconds);
+    },
+  });
+}
+
+/** Reads the key's public part for the first curve the type and the key share; a refusal is a 400 naming why. */
+async function checkCustody(rt: Runtime, id: string, custody: CustodyType, config: unknown): Promise<void> {
+  let last: Error | undefined;
+  for (const curve of custody.curves) {
+    try {
+      const opened = await openCustody(rt, id, custody, config, curve, process.cwd());
+      await opened.publicKey(AbortSignal.timeout(rt.env.signerTimeoutMs));
+      await opened.close?.();
+      return;
+    } catch (e) {
+      last = e as Error;
+      if (!(e instanceof CustodyError && e.fault === 'wrong_key')) break;
+    }
+  }
+  throw invalid(`config: the key cannot be used: ${last?.message}`);
+}
+
 function storeKey(rt: Runtime): string {
   if (!rt.env.signerStoreKey) throw invalid('signers can be created or changed through the API only when SIGNER_STORE_KEY is set');
   return rt.env.signerStoreKey;
 }
 
 /** The 32-byte secret a create or update request gives (or a new one). */
-async function secretOf(type: 'local' | 'plain', config: z.infer<typeof keyConfig> | null | undefined): Promise<Uint8Array> {
-  const c = config ?? {};
+async function secretOf(type: string, config: Record<string, unknown> | null | undefined): Promise<Uint8Array> {
+  const parsed = keyConfig.safeParse(config ?? {});
+  if (!parsed.success) throw invalid(describeIssues(parsed.error, 'config'));
+  const c = parsed.data;
   if (type === 'plain') {
     if (!c.key) throw invalid('config.key: required for plain signers');
     if (c.keystore !== undefined) throw invalid('config.keystore: not taken by plain signers');
@@ -133,36 +226,45 @@ async function inUse(rt: Runtime, id: string) {
   return users.map((u) => u.id);
 }
 
+/** What the signers table keeps for a create or update request: a keystore, or a custody's sealed config. */
+async function stored(rt: Runtime, id: string, type: string, config: Record<string, unknown> | null | undefined) {
+  const passphrase = storeKey(rt);
+  if (LOCAL.includes(type)) {
+    const secret = await secretOf(type, config);
+    const keystore = (await encryptKeystore(secret, passphrase, { n: KEYSTORE_COST })) as object;
+    secret.fill(0);
+    return { type: 'local', keystore };
+  }
+  const custody = custodyOf(rt, type);
+  const parsed = custody.config.safeParse(config ?? {});
+  if (!parsed.success) throw invalid(describeIssues(parsed.error, 'config'));
+  await checkCustody(rt, id, custody, parsed.data);
+  const keystore: StoredCustody = { visible: custody.visible(parsed.data), sealed: await seal(parsed.data, passphrase) };
+  return { type: custody.type, keystore: keystore as object };
+}
+
 export async function createSigner(rt: Runtime, input: CreateSignerInput): Promise<SignerView> {
   const parsed = createInput.safeParse(input);
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const id = parsed.data.id ?? crypto.randomUUID();
-  const passphrase = storeKey(rt);
+  storeKey(rt);
   if (await find(rt, id)) throw conflict('Signer with this ID already exists', `id: "${id}" is taken`);
-  const secret = await secretOf(parsed.data.type, parsed.data.config);
-  const keystore = await encryptKeystore(secret, passphrase, { n: KEYSTORE_COST });
-  secret.fill(0);
-  await rt.prisma.$transaction([
-    rt.prisma.signer.create({ data: { id, keystore: keystore as object } }),
-    rt.prisma.tombstone.deleteMany({ where: { kind: 'signer', id } }),
-  ]);
-  return { id, type: 'local', source: 'api' };
+  const row = await stored(rt, id, parsed.data.type, parsed.data.config);
+  await rt.prisma.$transaction([rt.prisma.signer.create({ data: { id, ...row } }), rt.prisma.tombstone.deleteMany({ where: { kind: 'signer', id } })]);
+  return viewOf(id, row.type, row.keystore, 'api');
 }
 
 /** Replaces the key of a signer no relayer uses (a relayer's address comes from its signer). */
 export async function updateSigner(rt: Runtime, id: string, input: UpdateSignerInput): Promise<SignerView> {
-  await getSigner(rt, id);
+  const current = await getSigner(rt, id);
   const parsed = updateInput.safeParse(input);
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const users = await inUse(rt, id);
   if (users.length) throw invalid(`signer ${id} is used by relayer ${users.join(', ')}: its key cannot change`);
-  const passphrase = storeKey(rt);
-  const secret = await secretOf(parsed.data.type ?? 'local', parsed.data.config);
-  const keystore = (await encryptKeystore(secret, passphrase, { n: KEYSTORE_COST })) as object;
-  secret.fill(0);
-  await rt.prisma.signer.upsert({ where: { id }, create: { id, keystore }, update: { keystore } });
-  for (const kind of ['evm', 'solana', 'stellar'] as const) rt.signers.delete(signerKey(id, kind));
-  return { id, type: 'local', source: 'api' };
+  const row = await stored(rt, id, parsed.data.type ?? current.type, parsed.data.config);
+  await rt.prisma.signer.upsert({ where: { id }, create: { id, ...row }, update: row });
+  forget(rt, id);
+  return viewOf(id, row.type, row.keystore, 'api');
 }
 
 export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
@@ -173,36 +275,53 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
     rt.prisma.signer.deleteMany({ where: { id } }),
     rt.prisma.tombstone.upsert({ where: { kind_id: { kind: 'signer', id } }, create: { kind: 'signer', id }, update: {} }),
   ]);
+  forget(rt, id);
+}
+
+function forget(rt: Runtime, id: string) {
   for (const kind of ['evm', 'solana', 'stellar'] as const) rt.signers.delete(signerKey(id, kind));
 }
 
 /**
  * The signer of `id` for relayers of `networkType`, loaded once into the runtime's registry: from
- * the signers table, else the config file's keystore.
+ * the signers table, else the config file. A custody's key is asked for its public part here, once.
  */
 export async function signerFor(rt: Runtime, id: string, networkType: string): Promise<Signer> {
   const kind = rt.families.spec(networkType).signerKind;
   const key = signerKey(id, kind);
   const known = rt.signers.get(key);
   if (known) return known;
+  const signer = await load(rt, id, kind).catch((e: Error) => {
+    throw invalid(`signer_id: signer "${id}" cannot sign for ${networkType}: ${e.message}`);
+  });
+  rt.signers.set(key, signer);
+  return signer;
+}
+
+async function load(rt: Runtime, id: string, kind: SignerKind): Promise<Signer> {
   const row = await rt.prisma.signer.findUnique({ where: { id } });
+  if (row && row.type !== 'local') {
+    if (!rt.env.signerStoreKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');
+    const { sealed } = row.keystore as unknown as StoredCustody;
+    const config = await unseal(sealed, rt.env.signerStoreKey);
+    return custodySigner(await openCustody(rt, id, custodyOf(rt, row.type), config, curveOf(kind), process.cwd()), kind);
+  }
   let secret: Uint8Array;
   if (row) {
-    if (!rt.env.signerStoreKey) throw invalid(`signer_id: signer "${id}" is stored encrypted and SIGNER_STORE_KEY is not set`);
+    if (!rt.env.signerStoreKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');
     secret = await decryptKeystore(row.keystore, rt.env.signerStoreKey).catch((e: Error) => {
-      throw invalid(`signer_id: signer "${id}" cannot be decrypted with SIGNER_STORE_KEY (${e.message})`);
+      throw new Error(`it cannot be decrypted with SIGNER_STORE_KEY (${e.message})`);
     });
   } else {
     const entry = rt.config.signers.get(id);
-    if (!entry || (await tombstoned(rt, id))) throw invalid(`signer_id: unknown signer "${id}"`);
+    if (!entry || (await tombstoned(rt, id))) throw new Error('unknown signer');
+    if (entry.type === 'custody') {
+      return custodySigner(await openCustody(rt, id, custodyOf(rt, entry.custody), entry.config, curveOf(kind), entry.baseDir), kind);
+    }
     secret = await readKeystoreFile(entry.keystorePath, entry.passphrase);
   }
   try {
-    const signer = createLocalSigner(secret, kind);
-    rt.signers.set(key, signer);
-    return signer;
-  } catch (e) {
-    throw invalid(`signer_id: signer "${id}" cannot sign for ${networkType}: ${(e as Error).message}`);
+    return createLocalSigner(secret, kind);
   } finally {
     secret.fill(0);
   }

@@ -92,6 +92,19 @@ export function createMetrics() {
       buckets: SECONDS,
       registers,
     }),
+    signerCalls: new Counter({
+      name: 'relayer_signer_calls_total',
+      help: 'Signer custody calls by signer type, operation (public_key, sign) and outcome (ok, or the fault: unavailable, timeout, denied, not_found, wrong_key, disabled, rejected)',
+      labelNames: ['signer_type', 'operation', 'outcome'],
+      registers,
+    }),
+    signerLatency: new Histogram({
+      name: 'relayer_signer_call_duration_seconds',
+      help: 'Signer custody call latency in seconds',
+      labelNames: ['signer_type', 'operation'],
+      buckets: SECONDS,
+      registers,
+    }),
 
     /** One answered HTTP request. */
     request(method: string, labels: HttpLabels, status: number, seconds: number) {

@@ -39,10 +39,7 @@ export interface KeyCustody {
 }
 
 /** A secret in a signer's config: a literal, or the name of an environment variable holding it. */
-export const secretValue = z.union([
-  z.string().min(1),
-  z.object({ type: z.enum(['env', 'plain']), value: z.string().min(1) }).strict(),
-]);
+export const secretValue = z.union([z.string().min(1), z.object({ type: z.enum(['env', 'plain']), value: z.string().min(1) }).strict()]);
 export type SecretValue = z.infer<typeof secretValue>;
 
 export interface OpenContext {
@@ -57,6 +54,7 @@ export interface OpenContext {
 }
 
 /** One signer type: its config (the reference's field names), what it can sign, how it opens. */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds types of every config shape.
 export interface CustodyType<C = any> {
   type: string;
   curves: readonly Curve[];
@@ -65,3 +63,6 @@ export interface CustodyType<C = any> {
   visible(config: C): Record<string, unknown>;
   open(config: C, ctx: OpenContext): KeyCustody | Promise<KeyCustody>;
 }
+
+/** The signer types offered, by type name (built at the composition root from src/signers/list.ts). */
+export type Custodies = ReadonlyMap<string, CustodyType>;

@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
-import { CustodyError } from '../core/custody.js';
+import { CustodyError } from './custody.js';
 
-// The shapes custodies answer in, turned into the ones the contract speaks (src/core/custody.ts).
+// The shapes custodies answer in, turned into the ones the contract speaks (src/signers/custody.ts).
 
 /** r ‖ s (64 bytes) from an ASN.1 DER ECDSA signature (SEQUENCE { INTEGER r, INTEGER s }). */
 export function derToCompact(der: Uint8Array): Uint8Array {
@@ -24,7 +24,10 @@ export function derToCompact(der: Uint8Array): Uint8Array {
   for (const at of [0, 32]) {
     if (byte() !== 0x02) throw fail();
     let n = length();
-    while (n > 32 && der[i] === 0) (i++, n--);
+    while (n > 32 && der[i] === 0) {
+      i++;
+      n--;
+    }
     if (n > 32 || i + n > der.length) throw fail();
     out.set(der.subarray(i, i + n), at + 32 - n);
     i += n;
@@ -34,7 +37,7 @@ export function derToCompact(der: Uint8Array): Uint8Array {
 
 /** The raw public key in an SPKI document (DER bytes or PEM text): 65 bytes for EC points, 32 for Ed25519. */
 export function spkiPublicKey(spki: Uint8Array | string): Uint8Array {
-  let key;
+  let key: ReturnType<typeof createPublicKey>;
   try {
     key = typeof spki === 'string' ? createPublicKey(spki) : createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
   } catch {
@@ -46,6 +49,7 @@ export function spkiPublicKey(spki: Uint8Array | string): Uint8Array {
   }
   if (key.asymmetricKeyType === 'ed25519') return new Uint8Array(key.export({ format: 'der', type: 'spki' }).subarray(-32));
   const jwk = key.export({ format: 'jwk' });
-  if (jwk.crv !== 'secp256k1' || !jwk.x || !jwk.y) throw new CustodyError('wrong_key', `the custody's key is ${jwk.crv ?? key.asymmetricKeyType}, not secp256k1 or Ed25519`);
+  if (jwk.crv !== 'secp256k1' || !jwk.x || !jwk.y)
+    throw new CustodyError('wrong_key', `the custody's key is ${jwk.crv ?? key.asymmetricKeyType}, not secp256k1 or Ed25519`);
   return Uint8Array.from([4, ...Buffer.from(jwk.x, 'base64url'), ...Buffer.from(jwk.y, 'base64url')]);
 }

@@ -1,13 +1,13 @@
-// Local (in-process) signers built from a 32-byte secret, typically decrypted
-// from a keystore. The secret is only ever held in closures, never as a
-// property, so a signer can be logged or serialized without leaking it.
+// What a relayer signs with, whatever keeps its key: local signers built from a 32-byte secret
+// (typically decrypted from a keystore), held only in closures, never as a property, so a signer
+// can be logged or serialized without leaking it; remote ones in ./remote.ts.
 import { createPrivateKey, createPublicKey, sign as edSign, type KeyObject } from 'node:crypto';
 import { inspect } from 'node:util';
 import { getAddressDecoder, type Address as SolanaAddress } from '@solana/kit';
-import { Keypair } from '@stellar/stellar-sdk';
+import { StrKey } from '@stellar/stellar-sdk';
 import { bytesToHex, type Address as EvmAddress, type TransactionSerializable } from 'viem';
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { type SignedEvmTransaction, withFastSigning } from './secp256k1.js';
+import { privateKeyToAccount, type LocalAccount } from 'viem/accounts';
+import { digestAccount, localDigestSigner, transactionSigner, type SignDigest, type SignedEvmTransaction } from './secp256k1.js';
 
 export type SignerKind = 'evm' | 'solana' | 'stellar';
 
@@ -23,7 +23,7 @@ interface SignerBase extends SignerInfo {
 export interface EvmSigner extends SignerBase {
   kind: 'evm';
   address: EvmAddress;
-  account: PrivateKeyAccount;
+  account: LocalAccount;
   /** Signs a transaction (as `account.signTransaction` does), giving its hash and signature too. */
   signTransaction(tx: TransactionSerializable): Promise<SignedEvmTransaction>;
 }
@@ -38,12 +38,12 @@ export interface SolanaSigner extends SignerBase {
 export interface StellarSigner extends SignerBase {
   kind: 'stellar';
   address: string;
-  /** Non-enumerable: the Keypair holds the secret in its own fields. */
-  keypair: Keypair;
+  /** Ed25519 signature (64 bytes) over `data`. */
+  sign(data: Uint8Array): Promise<Uint8Array>;
 }
 
 export type Signer = EvmSigner | SolanaSigner | StellarSigner;
-type SignerOf<K extends SignerKind> = Extract<Signer, { kind: K }>;
+export type SignerOf<K extends SignerKind> = Extract<Signer, { kind: K }>;
 
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 // PKCS#8 wrapper for a raw Ed25519 seed (RFC 8410): the DER prefix is fixed.
@@ -69,44 +69,42 @@ function ed25519PublicKeyBytes(key: KeyObject): Uint8Array {
   return new Uint8Array(spki.subarray(spki.length - 32));
 }
 
-function finish<T extends SignerBase>(signer: T, hidden: Record<string, unknown> = {}): T {
+function finish<T extends SignerBase>(signer: T): T {
   const info = (): SignerInfo => ({ kind: signer.kind, address: signer.address });
-  for (const [key, value] of Object.entries(hidden)) {
-    Object.defineProperty(signer, key, { value, enumerable: false });
-  }
   Object.defineProperty(signer, inspect.custom, { value: () => `Signer ${JSON.stringify(info())}` });
   return Object.freeze(signer);
+}
+
+/** An EVM signer whose signatures come from `signDigest`. */
+export function evmSigner(address: EvmAddress, signDigest: SignDigest): EvmSigner {
+  const kind = 'evm';
+  return finish<EvmSigner>({
+    kind,
+    address,
+    account: digestAccount(address, signDigest),
+    signTransaction: transactionSigner(signDigest),
+    toJSON: () => ({ kind, address }),
+  });
+}
+
+/** A Solana or Stellar signer over an Ed25519 key: `publicKey` is its 32 bytes. */
+export function ed25519Signer<K extends 'solana' | 'stellar'>(kind: K, publicKey: Uint8Array, sign: (data: Uint8Array) => Promise<Uint8Array>): SignerOf<K>;
+export function ed25519Signer(kind: 'solana' | 'stellar', publicKey: Uint8Array, sign: (data: Uint8Array) => Promise<Uint8Array>): Signer {
+  const address = kind === 'solana' ? getAddressDecoder().decode(publicKey) : StrKey.encodeEd25519PublicKey(Buffer.from(publicKey));
+  return finish({ kind, address, sign, toJSON: () => ({ kind, address }) } as SolanaSigner | StellarSigner);
 }
 
 export function createLocalSigner<K extends SignerKind>(secret: Uint8Array, kind: K): SignerOf<K>;
 export function createLocalSigner(secret: Uint8Array, kind: SignerKind): Signer {
   if (secret.length !== 32) throw new Error(`${kind} secret must be 32 bytes, got ${secret.length}`);
-
-  switch (kind) {
-    case 'evm': {
-      // Checked here because the underlying library's error would echo the key.
-      if (!isValidSecp256k1Key(secret)) throw new Error('evm secret is not a valid secp256k1 private key');
-      const { account, sign } = withFastSigning(privateKeyToAccount(bytesToHex(secret)), secret);
-      const address = account.address;
-      return finish<EvmSigner>({ kind, address, account, signTransaction: (tx) => sign(tx), toJSON: () => ({ kind, address }) });
-    }
-    case 'solana': {
-      const key = ed25519PrivateKey(secret);
-      const address = getAddressDecoder().decode(ed25519PublicKeyBytes(key));
-      return finish<SolanaSigner>({
-        kind,
-        address,
-        sign: async (message) => new Uint8Array(edSign(null, message, key)),
-        toJSON: () => ({ kind, address }),
-      });
-    }
-    case 'stellar': {
-      const keypair = Keypair.fromRawEd25519Seed(Buffer.from(secret));
-      const address = keypair.publicKey();
-      const signer = { kind, address, toJSON: () => ({ kind, address }) } as StellarSigner;
-      return finish(signer, { keypair });
-    }
-    default:
-      throw new Error(`unknown signer kind: ${String(kind)}`);
+  if (kind === 'evm') {
+    // Checked here because the underlying library's error would echo the key.
+    if (!isValidSecp256k1Key(secret)) throw new Error('evm secret is not a valid secp256k1 private key');
+    return evmSigner(privateKeyToAccount(bytesToHex(secret)).address, localDigestSigner(secret));
   }
+  if (kind === 'solana' || kind === 'stellar') {
+    const key = ed25519PrivateKey(secret);
+    return ed25519Signer(kind, ed25519PublicKeyBytes(key), async (data) => new Uint8Array(edSign(null, data, key)));
+  }
+  throw new Error(`unknown signer kind: ${String(kind)}`);
 }

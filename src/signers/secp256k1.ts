@@ -1,6 +1,19 @@
 import { createRequire } from 'node:module';
 import { signRecoverable } from 'tiny-secp256k1';
-import { bytesToHex, serializeTransaction, type Hex, type PrivateKeyAccount, type SerializeTransactionFn, type TransactionSerializable } from 'viem';
+import {
+  bytesToHex,
+  hashMessage,
+  hashTypedData,
+  hexToBytes,
+  serializeSignature,
+  serializeTransaction,
+  type Address,
+  type Hex,
+  type SerializeTransactionFn,
+  type TransactionSerializable,
+  type TypedDataDefinition,
+} from 'viem';
+import { toAccount, type LocalAccount } from 'viem/accounts';
 import { keccak256, keccak256Bytes } from '../lib/keccak.js';
 
 type Sign = (digest: Uint8Array, key: Uint8Array) => { signature: Uint8Array; recoveryId: number };
@@ -32,23 +45,40 @@ export interface SignedEvmTransaction {
   signature: { r: Hex; s: Hex; yParity: number };
 }
 
+/** A secp256k1 signature over a digest, in the form transactions carry it. */
+export type DigestSignature = { r: Hex; s: Hex; yParity: number };
+export type SignDigest = (digest: Uint8Array) => Promise<DigestSignature>;
+
 /**
- * Signs EVM transactions with libsecp256k1 (native, else WebAssembly), several times faster than
- * the pure-JS curve viem uses, which matters when a relayer signs hundreds of transactions a second.
+ * Signs digests with libsecp256k1 (native, else WebAssembly), several times faster than the
+ * pure-JS curve viem uses, which matters when a relayer signs hundreds of transactions a second.
  * Same RFC 6979 nonce and low-s form, so the signature is byte for byte the one viem would make.
- * `sign` also gives the hash and the signature, which would otherwise be parsed back out of the bytes.
  */
-export function withFastSigning(account: PrivateKeyAccount, secret: Uint8Array) {
+export function localDigestSigner(secret: Uint8Array): SignDigest {
   const key = Uint8Array.from(secret);
-  const signEvm = async (tx: TransactionSerializable, serializer: SerializeTransactionFn = serializeTransaction): Promise<SignedEvmTransaction> => {
-    const signable = tx.type === 'eip4844' ? { ...tx, sidecars: false as const } : tx;
-    const { signature, recoveryId } = sign(keccak256Bytes(await serializer(signable)), key);
-    const r = bytesToHex(signature.subarray(0, 32)) as Hex;
-    const s = bytesToHex(signature.subarray(32)) as Hex;
-    const yParity = recoveryId & 1;
-    const raw = (await serializer(tx, { r, s, yParity, v: BigInt(27 + yParity) })) as Hex;
-    return { raw, hash: keccak256(raw), signature: { r, s, yParity } };
+  return async (digest) => {
+    const { signature, recoveryId } = sign(digest, key);
+    return { r: bytesToHex(signature.subarray(0, 32)), s: bytesToHex(signature.subarray(32)), yParity: recoveryId & 1 };
   };
-  const signTransaction: PrivateKeyAccount['signTransaction'] = async (tx, { serializer } = {}) => (await signEvm(tx, serializer)).raw as never;
-  return { account: { ...account, signTransaction } as PrivateKeyAccount, sign: signEvm };
+}
+
+/** Signs EVM transactions through `signDigest`, giving the hash and the signature too (not parsed back out of the bytes). */
+export function transactionSigner(signDigest: SignDigest) {
+  return async (tx: TransactionSerializable, serializer: SerializeTransactionFn = serializeTransaction): Promise<SignedEvmTransaction> => {
+    const signable = tx.type === 'eip4844' ? { ...tx, sidecars: false as const } : tx;
+    const signature = await signDigest(keccak256Bytes(await serializer(signable)));
+    const raw = (await serializer(tx, { ...signature, v: BigInt(27 + signature.yParity) })) as Hex;
+    return { raw, hash: keccak256(raw), signature };
+  };
+}
+
+/** A viem account whose every signature (transactions, messages, typed data) comes from `signDigest`. */
+export function digestAccount(address: Address, signDigest: SignDigest): LocalAccount {
+  const signTx = transactionSigner(signDigest);
+  return toAccount({
+    address,
+    signMessage: async ({ message }) => serializeSignature(await signDigest(hexToBytes(hashMessage(message)))),
+    signTypedData: async (typedData) => serializeSignature(await signDigest(hexToBytes(hashTypedData(typedData as TypedDataDefinition)))),
+    signTransaction: async (tx, { serializer } = {}) => (await signTx(tx, serializer)).raw as never,
+  });
 }

@@ -116,34 +116,31 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   // --- signers ---
 
   const SignerRef = builder.objectRef<SignerView>('Signer').implement({
-    description: 'A signer; its key material is never returned.',
+    description: 'A signer; its key material and secrets are never returned.',
     fields: (t) => ({
       id: t.exposeID('id'),
-      type: t.exposeString('type', { description: 'local (a keystore).' }),
+      type: t.exposeString('type', {
+        description:
+          'local (a keystore), or the custody holding the key: pkcs11, vault, vault_transit, aws_kms, google_cloud_kms, azure_key_vault, turnkey, cdp.',
+      }),
+      config: t.field({ type: 'JSON', description: "The config's fields that are not secret (none for local).", resolve: (s) => s.config }),
       source: t.exposeString('source', { description: 'config (the config file) or api.' }),
     }),
   });
   const SignerPage = pageOf('SignerPage', SignerRef);
 
-  const SignerKeyInput = builder.inputType('SignerKeyInput', {
-    fields: (t) => ({
-      key: t.string({ required: false, description: 'type plain: the 32-byte private key in hex.' }),
-      keystore: t.field({ type: 'JSON', required: false, description: 'type local: a V3 keystore (object or JSON text).' }),
-      passphrase: t.string({ required: false, description: "The keystore's passphrase." }),
-    }),
-  });
-
   const CreateSignerInput = builder.inputType('CreateSignerInput', {
-    description: 'type local with a keystore, local without config (the service generates a key), or plain with a key. Stored encrypted with SIGNER_STORE_KEY.',
+    description:
+      'type local with config { keystore, passphrase }, local without config (the service generates a key), plain with config { key }, or a custody type with its config (docs/configuration.md). Stored encrypted with SIGNER_STORE_KEY.',
     fields: (t) => ({
       id: t.string({ required: false }),
-      type: t.string({ required: false }),
-      config: t.field({ type: SignerKeyInput, required: false }),
+      type: t.string({ required: true }),
+      config: t.field({ type: 'JSON', required: false }),
     }),
   });
 
   const UpdateSignerInput = builder.inputType('UpdateSignerInput', {
-    fields: (t) => ({ type: t.string({ required: false }), config: t.field({ type: SignerKeyInput, required: false }) }),
+    fields: (t) => ({ type: t.string({ required: false }), config: t.field({ type: 'JSON', required: true }) }),
   });
 
   builder.queryFields((t) => ({

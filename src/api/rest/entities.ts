@@ -43,7 +43,7 @@ const jsonAmount = (v: string | number | bigint) => {
 };
 const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
-const signerRecord = (s: RestSignerFragment) => ({ id: s.id, type: s.type, config: {}, source: s.source });
+const signerRecord = (s: RestSignerFragment) => ({ id: s.id, type: s.type, config: s.config, source: s.source });
 
 function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -257,7 +257,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policiesField }
       tag: 'Signers',
       summary: 'Create a signer',
       description:
-        'type `local` with `config.keystore` and `config.passphrase` (a V3 keystore), `local` without config (the service generates a key), or `plain` with `config.key`. The key is stored encrypted with SIGNER_STORE_KEY (required) and never returned.',
+        'type `local` with `config.keystore` and `config.passphrase` (a V3 keystore), `local` without config (the service generates a key), `plain` with `config.key`, or a custody type (`pkcs11`, `vault`, `vault_transit`, `aws_kms`, `google_cloud_kms`, `azure_key_vault`, `turnkey`, `cdp`) with its config, whose key is read once to check it. Stored encrypted with SIGNER_STORE_KEY and never returned.',
       document: RestCreateSignerDocument,
       field: { type: 'Mutation', name: 'createSigner' },
       pathParams: {},

@@ -1,16 +1,4 @@
-import {
-  Account,
-  Address,
-  Asset,
-  FeeBumpTransaction,
-  type Keypair,
-  Memo,
-  Operation,
-  rpc as sdkRpc,
-  Transaction,
-  TransactionBuilder,
-  xdr,
-} from '@stellar/stellar-sdk';
+import { Account, Address, Asset, FeeBumpTransaction, Memo, Operation, rpc as sdkRpc, Transaction, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { randomBytes } from 'node:crypto';
 import { fieldError, StellarRequestError } from './request-error.js';
 import { checkStellarPolicy, type StellarPolicy } from './policy.js';
@@ -22,7 +10,15 @@ import { jsonToScVal } from './scval.js';
 export interface StellarSignerLike {
   kind: 'stellar';
   address: string;
-  keypair: Keypair;
+  /** Ed25519 signature (64 bytes) over `data`. */
+  sign(data: Uint8Array): Promise<Uint8Array>;
+}
+
+/** Adds the signer's signature over the transaction's hash (as `tx.sign(keypair)` would). */
+export async function signEnvelope(tx: Transaction | FeeBumpTransaction, signer: StellarSignerLike): Promise<string> {
+  const signature = Buffer.from(await signer.sign(tx.hash())).toString('base64');
+  tx.addSignature(signer.address, signature);
+  return signature;
 }
 
 export type BuiltStellarTx = {
@@ -55,10 +51,6 @@ export type StellarBuildContext = {
 
 const DEFAULT_BASE_FEE = 100;
 const SOROBAN_TYPES = new Set(['invoke_contract', 'create_contract', 'upload_wasm']);
-
-function assertSigner(source: StellarSignerLike): void {
-  if (source.keypair.publicKey() !== source.address) throw new Error('stellar signer keypair does not match its address');
-}
 
 function toMemo(spec: StellarMemoSpec | undefined): Memo {
   if (!spec || spec.type === 'none') return Memo.none();
@@ -165,7 +157,6 @@ function checkSourceAccount(req: StellarTransactionRequest, relayer: string): vo
  * i.e. the account's current sequence + 1 for the next transaction).
  */
 export async function buildFromOperations(req: StellarTransactionRequest, ctx: StellarBuildContext & { sequence: bigint }): Promise<BuiltStellarTx> {
-  assertSigner(ctx.source);
   const relayer = ctx.source.address;
   const ops = req.operations;
   if (!ops) throw fieldError('operations', 'is required');
@@ -203,7 +194,7 @@ async function signAsSource(
 ): Promise<BuiltStellarTx> {
   const fee = BigInt(tx.fee);
   await enforceFees(fee, maxFee, ctx);
-  tx.sign(ctx.source.keypair);
+  await signEnvelope(tx, ctx.source);
   return { envelopeXdr: tx.toXDR(), hash: tx.hash().toString('hex'), sequence, usesRelayerSequence: true, fee, validUntil, feeBump: false };
 }
 
@@ -263,7 +254,6 @@ export async function prepareFromXdr(
   req: StellarTransactionRequest,
   ctx: StellarBuildContext & { expectedSequence?: bigint; sequence?: bigint },
 ): Promise<BuiltStellarTx> {
-  assertSigner(ctx.source);
   const relayer = ctx.source.address;
   if (req.transaction_xdr === undefined) throw fieldError('transaction_xdr', 'is required');
   checkSourceAccount(req, relayer);
@@ -317,7 +307,7 @@ export async function prepareFromXdr(
   const fee = rate * BigInt(ops + 1) + resourceFee;
   await enforceFees(fee, req.max_fee, ctx);
   const bump = TransactionBuilder.buildFeeBumpTransaction(relayer, rate.toString(), tx, ctx.networkPassphrase);
-  bump.sign(ctx.source.keypair);
+  await signEnvelope(bump, ctx.source);
   return {
     envelopeXdr: bump.toXDR(),
     hash: bump.hash().toString('hex'),

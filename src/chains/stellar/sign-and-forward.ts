@@ -10,6 +10,7 @@ import type { DirectOps } from '../../core/relayers/sign-and-forward.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
+import { signEnvelope } from './build.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
@@ -55,7 +56,8 @@ const clientFor = clientCache('stellar passthrough clients', (endpoints) => crea
 export const stellarDirect: DirectOps = {
   async signMessage(rt, relayer, message) {
     const signer = signerOf(rt, relayer);
-    return { kind: 'ed25519', signature: signer.keypair.sign(messageDigest(message)).toString('base64'), publicKey: signer.address };
+    const signature = Buffer.from(await signer.sign(messageDigest(message))).toString('base64');
+    return { kind: 'ed25519', signature, publicKey: signer.address };
   },
   async signTransaction(rt, relayer, input) {
     if (input.transaction != null) throw invalid('transaction: Solana relayers take it; Stellar relayers take unsigned_xdr');
@@ -67,8 +69,7 @@ export const stellarDirect: DirectOps = {
     } catch {
       throw invalid('unsigned_xdr: is not a base64 Stellar transaction envelope');
     }
-    tx.sign(signer.keypair);
-    const signature = tx.signatures[tx.signatures.length - 1].signature().toString('base64');
+    const signature = await signEnvelope(tx, signer);
     return { kind: 'stellar', signedXdr: tx.toXDR(), signature };
   },
   rpc: {

@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
 import type { NetworkType } from '../registry.js';
 import { RelayerCheckError } from '../domain-error.js';
+import { signerFor } from '../signers.js';
 
 export { RelayerCheckError };
 
@@ -23,6 +24,7 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
   const family = rt.families.pipeline(relayer.networkType as NetworkType);
   let failure: { type: string; details: string } | null = null;
   try {
+    relayer = await withSigner(rt, relayer);
     await family?.checkRelayer?.(rt, relayer);
   } catch (e) {
     failure = e instanceof RelayerCheckError ? { type: e.type, details: e.details } : { type: 'CheckFailed', details: (e as Error).message };
@@ -46,6 +48,21 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
     if (!failure && before) rt.log.info({ relayerId: relayer.id }, 'relayer enabled again');
     return updated;
   });
+}
+
+/**
+ * Loads the relayer's signer if it is not yet (a custody that did not answer before), and gives a
+ * relayer whose address was not known then (its first start) the signer's.
+ */
+async function withSigner(rt: Runtime, relayer: Relayer): Promise<Relayer> {
+  let signer: Awaited<ReturnType<typeof signerFor>>;
+  try {
+    signer = await signerFor(rt, relayer.signerId, relayer.networkType);
+  } catch (e) {
+    throw new RelayerCheckError('SignerUnavailable', (e as Error).message);
+  }
+  if (relayer.address !== '') return relayer;
+  return rt.prisma.relayer.update({ where: { id: relayer.id }, data: { address: signer.address, nextNonce: null } });
 }
 
 /**

@@ -22,7 +22,7 @@ const CONTRACT = 'CA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJUWDA';
 const relayerKp = Keypair.random();
 const userKp = Keypair.random();
 const destKp = Keypair.random();
-const relayer: StellarSignerLike = { kind: 'stellar', address: relayerKp.publicKey(), keypair: relayerKp };
+const relayer: StellarSignerLike = { kind: 'stellar', address: relayerKp.publicKey(), sign: async (data) => relayerKp.sign(Buffer.from(data)) };
 
 let stub: StellarRpcStub;
 let rpc: StellarRpc;
