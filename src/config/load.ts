@@ -8,7 +8,7 @@ import type { FamilySpecs, NetworkType } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
 import type { Custodies } from '../signers/custody.js';
-import { configFile, networkEntry, notificationEntry, signerEntry, type Secret } from './schema.js';
+import { configFile, localConfig, networkEntry, notificationEntry, signerEntry, type Secret } from './schema.js';
 
 export type SignerConfig = {
   id: string;
@@ -215,8 +215,10 @@ export async function loadConfig(
       const known = ['local', ...custodies.keys()].join(', ');
       return void problems.push(`${where}.type: signer type "${r.data.type}" is not supported (supported: ${known})`);
     }
-    const keyPath = r.data.config?.path ?? r.data.path;
-    const pass = r.data.config?.passphrase ?? r.data.passphrase;
+    const local = localConfig.safeParse(r.data.config ?? {});
+    if (!local.success) return void problems.push(...issues(`${where}.config`, local.error));
+    const keyPath = local.data.path ?? r.data.path;
+    const pass = local.data.passphrase ?? r.data.passphrase;
     const fieldBase = r.data.config ? `${where}.config` : where;
     if (!keyPath) return void problems.push(`${fieldBase}.path: required for local signers`);
     if (!pass) return void problems.push(`${fieldBase}.passphrase: required for local signers`);

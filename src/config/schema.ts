@@ -34,14 +34,14 @@ export const networkEntry = (families: FamilySpecs) =>
   );
 export type NetworkEntry = z.infer<ReturnType<typeof networkEntry>>;
 
+export const localConfig = z.object({ path: z.string().min(1).optional(), passphrase: secret.optional() }).passthrough();
+
 export const signerEntry = z
   .object({
     id: z.string().min(1),
     type: z.string().min(1),
-    config: z
-      .object({ path: z.string().min(1), passphrase: secret })
-      .passthrough()
-      .optional(),
+    // `local`: { path, passphrase }; a custody type: its own config (checked by that type).
+    config: z.record(z.string(), z.unknown()).optional(),
     path: z.string().min(1).optional(),
     passphrase: secret.optional(),
   })

@@ -77,6 +77,7 @@ export function digestAccount(address: Address, signDigest: SignDigest): LocalAc
   const signTx = transactionSigner(signDigest);
   return toAccount({
     address,
+    sign: async ({ hash }) => serializeSignature(await signDigest(hexToBytes(hash))),
     signMessage: async ({ message }) => serializeSignature(await signDigest(hexToBytes(hashMessage(message)))),
     signTypedData: async (typedData) => serializeSignature(await signDigest(hexToBytes(hashTypedData(typedData as TypedDataDefinition)))),
     signTransaction: async (tx, { serializer } = {}) => (await signTx(tx, serializer)).raw as never,

@@ -88,6 +88,12 @@ export function wait(w: Work, why: string, ms: number) {
   w.dueInMs = ms;
 }
 
+/** It could not be signed (the signer's custody away, slow or refusing): try again soon, then every 10 s. */
+export function unsigned(w: Work, why: string) {
+  w.patch.attempts = (w.patch.attempts ?? w.tx.attempts) + 1;
+  wait(w, why, Math.min(10_000, 500 * 2 ** Math.min(5, w.patch.attempts)));
+}
+
 /** The network could not be reached: try again with a backoff that grows with the attempts. */
 export function unreachable(w: Work, e: Error) {
   w.patch.attempts = (w.patch.attempts ?? w.tx.attempts) + 1;

@@ -35,6 +35,7 @@ import {
   signedHashes,
   toResolve,
   unreachable,
+  unsigned,
   wait,
   type Work,
 } from './decide.js';
@@ -505,7 +506,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
         else if (o.gasFailed) {
           failBeforeSending(w, o.gasFailed);
           effects.push({ stage: 'sign' }); // its NOOP
-        } else if (o.wait) wait(w, o.wait, 30_000);
+        } else if (o.wait) unsigned(w, o.wait);
       } else if ('verdict' in o) {
         if (onBroadcast(pace, w, o.verdict, o.error, now)) effects.push({ stage: 'read', resolve: true });
         else if (d.waits && w.st.phase === 'broadcast' && (o.verdict === 'ok' || o.verdict === 'known'))

@@ -1,0 +1,164 @@
+// Relayers whose keys stay in a custody, through the whole service on anvil: a real PKCS#11 token
+// (SoftHSM), and AWS KMS through its client on a loopback stand-in that can go down.
+import { domainSeparator, hashStruct, hashTypedData, recoverAddress, recoverMessageAddress, type Hex } from 'viem';
+import { publicKeyToAddress } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evmConfig, startTestService, type TestService } from '../support/service.js';
+import { createToken, SOFTHSM_MODULE, type Token } from '../support/softhsm.js';
+import { startAwsKmsStandin, type AwsKmsStandin } from '../support/standins/aws-kms.js';
+import { getTx, RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from '../chains/evm/support.js';
+
+const hex = (b: Uint8Array) => `0x${Buffer.from(b).toString('hex')}` as Hex;
+
+async function relayer(svc: TestService) {
+  return (await (await svc.request('GET', `/api/v1/relayers/${RELAYER}`)).json()).data;
+}
+
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('a relayer whose key is on a PKCS#11 token', () => {
+  let token: Token;
+  let svc: TestService;
+  let address: Hex;
+
+  beforeAll(async () => {
+    token = createToken({ label: 'relaying', pin: '246810' });
+    const key = token.addKey('secp256k1', 'evm-key');
+    address = publicKeyToAddress(hex(key.publicKey));
+    process.env.HSM_PIN = token.pin;
+    svc = await startTestService({
+      anvil: true,
+      config: ({ rpcUrl }) => ({
+        ...evmConfig(rpcUrl, { relayer: { signer_id: 'hsm' } }),
+        signers: [
+          {
+            id: 'hsm',
+            type: 'pkcs11',
+            config: { module_path: SOFTHSM_MODULE, token_label: token.label, pin: { type: 'env', value: 'HSM_PIN' }, key_label: 'evm-key' },
+          },
+        ],
+      }),
+    });
+    await rpc(svc.anvil!.url, 'anvil_setBalance', [address, '0x56bc75e2d63100000']);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    token?.cleanup();
+    delete process.env.HSM_PIN;
+  });
+
+  it("takes the token key's address and relays transactions signed on the token", async () => {
+    expect((await relayer(svc)).address).toBe(address);
+    const ids = await Promise.all([1, 2, 3].map(() => sendOk(svc).then((t) => t.id)));
+    for (const id of ids) await waitStatus(svc, id, 'confirmed');
+    const mined = await Promise.all(ids.map(async (id) => rpc(svc.anvil!.url, 'eth_getTransactionByHash', [(await getTx(svc, id)).hash])));
+    expect(mined.map((t) => t.from.toLowerCase())).toEqual([address.toLowerCase(), address.toLowerCase(), address.toLowerCase()]);
+    expect(mined.map((t) => Number(t.nonce)).sort()).toEqual([0, 1, 2]);
+  });
+
+  it('signs messages and typed data that recover to the relayer', async () => {
+    const res = await svc.request('POST', `/api/v1/relayers/${RELAYER}/sign`, { message: 'hello from the token' });
+    const signed = await res.json();
+    expect(signed.error ?? null).toBeNull();
+    const { sig } = signed.data;
+    expect(await recoverMessageAddress({ message: 'hello from the token', signature: `0x${sig.replace(/^0x/, '')}` as Hex })).toBe(address);
+
+    const domain = { name: 'Relay', version: '1', chainId: 31337 };
+    const types = { Note: [{ name: 'text', type: 'string' }] };
+    const typed = await svc.request('POST', `/api/v1/relayers/${RELAYER}/sign-typed-data`, {
+      domain_separator: domainSeparator({ domain }),
+      hash_struct_message: hashStruct({ data: { text: 'hi' }, primaryType: 'Note', types }),
+    });
+    const typedHash = hashTypedData({ domain, types, primaryType: 'Note', message: { text: 'hi' } });
+    const typedBody = await typed.json();
+    expect(typedBody.error ?? null).toBeNull();
+    const t = typedBody.data;
+    expect(await recoverAddress({ hash: typedHash, signature: `0x${t.sig.replace(/^0x/, '')}` as Hex })).toBe(address);
+  });
+});
+
+describe('a relayer on AWS KMS, while KMS is away and back', () => {
+  let kms: AwsKmsStandin;
+  let svc: TestService;
+  const saved: Record<string, string | undefined> = {};
+
+  beforeAll(async () => {
+    kms = await startAwsKmsStandin();
+    const { keyId } = kms.createKey('ECC_SECG_P256K1');
+    const env = { AWS_ENDPOINT_URL_KMS: kms.url, AWS_ACCESS_KEY_ID: kms.accessKeyId, AWS_SECRET_ACCESS_KEY: kms.secretAccessKey, AWS_REGION: kms.region };
+    for (const [k, v] of Object.entries(env)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+    kms.setDown(true);
+    svc = await startTestService({
+      anvil: true,
+      env: { SIGNER_TIMEOUT_MS: '2000' },
+      config: ({ rpcUrl }) => ({
+        ...evmConfig(rpcUrl, { relayer: { signer_id: 'kms' } }),
+        signers: [{ id: 'kms', type: 'aws_kms', config: { region: kms.region, key_id: keyId } }],
+      }),
+    });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await kms?.stop();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it('is disabled while KMS does not answer at start-up, and enabled with its address once it does', async () => {
+    const down = await until(
+      () => relayer(svc),
+      (r) => r.system_disabled === true,
+    );
+    expect(down.system_disabled).toBe(true);
+    expect(down.disabled_reason?.type ?? down.disabled_reason).toMatch(/SignerUnavailable/);
+    kms.setDown(false);
+    const up = await until(
+      () => relayer(svc),
+      (r) => r.system_disabled === false && /^0x[0-9a-fA-F]{40}$/.test(r.address),
+    );
+    expect(up.system_disabled).toBe(false);
+    await rpc(svc.anvil!.url, 'anvil_setBalance', [up.address, '0x56bc75e2d63100000']);
+    const tx = await sendOk(svc);
+    await waitStatus(svc, tx.id, 'confirmed');
+  });
+
+  it('keeps a transaction in its place with the reason while KMS is down, and sends it once when KMS is back', async () => {
+    kms.setDown(true);
+    const tx = await sendOk(svc, { to: RECEIVER, value: '7' });
+    const waiting = await waitFor(svc, tx.id, (t) => /signer "kms" \(aws_kms\)/.test(t.statusReason ?? ''));
+    expect(waiting.status).toBe('pending');
+    expect(waiting.statusReason).not.toContain(kms.secretAccessKey);
+    kms.setDown(false);
+    const done = await waitStatus(svc, tx.id, 'confirmed');
+    const onChain = await rpc(svc.anvil!.url, 'eth_getTransactionByHash', [done.hash]);
+    expect(Number(onChain.nonce)).toBe(1);
+    const metrics = await svc.rt.metrics.registry.getSingleMetricAsString('relayer_signer_calls_total');
+    expect(metrics).toMatch(/signer_type="aws_kms",operation="sign",outcome="ok"/);
+    expect(metrics).toMatch(/signer_type="aws_kms",operation="sign",outcome="unavailable"/);
+  });
+
+  it('creates an aws_kms signer through the API after reading its key, and never returns a secret', async () => {
+    const { keyId } = kms.createKey('ECC_SECG_P256K1');
+    const res = await svc.request('POST', '/api/v1/signers', { id: 'kms-2', type: 'aws_kms', config: { region: kms.region, key_id: keyId } });
+    expect(res.status).toBe(201);
+    expect((await res.json()).data).toEqual({ id: 'kms-2', type: 'aws_kms', config: { region: kms.region, key_id: keyId }, source: 'api' });
+    const missing = await svc.request('POST', '/api/v1/signers', { id: 'kms-3', type: 'aws_kms', config: { region: kms.region, key_id: 'no-such-key' } });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error).toMatch(/no-such-key|not found/i);
+    const wrong = await svc.request('POST', '/api/v1/signers', { id: 'kms-4', type: 'aws_kms', config: { region: kms.region } });
+    expect(wrong.status).toBe(400);
+    expect((await (await svc.request('GET', '/api/v1/signers/kms-3')).json()).success).toBe(false);
+  });
+});
