@@ -2,10 +2,14 @@
 // Endpoint and credentials are the SDK's own: AWS_ENDPOINT_URL_KMS (or AWS_ENDPOINT_URL) points the client at
 // another endpoint or a stand-in, and the default credentials chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY,
 // profiles, SSO, web identity, container and instance roles) supplies the keys; neither is in the config.
-import { GetPublicKeyCommand, KMSClient, SignCommand, type SigningAlgorithmSpec } from '@aws-sdk/client-kms';
+import type { KMSClient, SigningAlgorithmSpec } from '@aws-sdk/client-kms';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyFault, type CustodyType, type KeyCustody } from '../custody.js';
 import { derToCompact, spkiPublicKey } from '../der.js';
+
+// The SDK is loaded at the first call of an aws_kms signer, not with the service.
+const loadSdk = () => import('@aws-sdk/client-kms');
+type KmsSdk = Awaited<ReturnType<typeof loadSdk>>;
 
 const config = z
   .object({
@@ -77,13 +81,16 @@ export const awsKms: CustodyType<AwsKmsConfig> = {
   open(c, ctx): KeyCustody {
     const curve = ctx.curve;
     const keyName = `key ${c.key_id} in ${c.region}`;
-    const client = new KMSClient({ region: c.region });
     const signing = SIGNING[curve];
+    // Made at the first call.
+    let client: KMSClient | undefined;
 
-    async function send<T>(run: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    async function send<T>(run: (sdk: KmsSdk, client: KMSClient) => Promise<T>, signal: AbortSignal): Promise<T> {
       if (signal.aborted) throw kmsFault(undefined, keyName, signal);
       try {
-        return await run();
+        const sdk = await loadSdk();
+        client ??= new sdk.KMSClient({ region: c.region });
+        return await run(sdk, client);
       } catch (err) {
         throw kmsFault(err, keyName, signal);
       }
@@ -92,7 +99,7 @@ export const awsKms: CustodyType<AwsKmsConfig> = {
     // KMS signs ECDSA_SHA_256 with a P-256 key too: the key's spec is checked before its first signature.
     let checked = false;
     async function publicKey(signal: AbortSignal): Promise<Uint8Array> {
-      const out = await send(() => client.send(new GetPublicKeyCommand({ KeyId: c.key_id }), { abortSignal: signal }), signal);
+      const out = await send((sdk, kms) => kms.send(new sdk.GetPublicKeyCommand({ KeyId: c.key_id }), { abortSignal: signal }), signal);
       if (out.KeyUsage !== 'SIGN_VERIFY' || out.KeySpec !== KEY_SPEC[curve]) {
         throw new CustodyError('wrong_key', `AWS KMS ${keyName} is ${out.KeySpec} for ${out.KeyUsage}, not ${KEY_SPEC[curve]} for SIGN_VERIFY (${curve})`);
       }
@@ -108,8 +115,13 @@ export const awsKms: CustodyType<AwsKmsConfig> = {
       publicKey,
       async sign(data, signal) {
         if (!checked) await publicKey(signal);
-        const command = new SignCommand({ KeyId: c.key_id, Message: data, MessageType: signing.messageType, SigningAlgorithm: signing.algorithm });
-        const out = await send(() => client.send(command, { abortSignal: signal }), signal);
+        const out = await send(
+          (sdk, kms) =>
+            kms.send(new sdk.SignCommand({ KeyId: c.key_id, Message: data, MessageType: signing.messageType, SigningAlgorithm: signing.algorithm }), {
+              abortSignal: signal,
+            }),
+          signal,
+        );
         if (!out.Signature) throw new CustodyError('rejected', `AWS KMS answered no signature for ${keyName}`);
         if (curve === 'secp256k1') return derToCompact(out.Signature);
         if (out.Signature.length !== 64)
@@ -117,7 +129,7 @@ export const awsKms: CustodyType<AwsKmsConfig> = {
         return out.Signature;
       },
       async close() {
-        client.destroy();
+        client?.destroy();
       },
     };
   },

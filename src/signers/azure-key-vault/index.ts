@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { AuthenticationError, ClientSecretCredential, CredentialUnavailableError } from '@azure/identity';
-import { CryptographyClient, type CryptographyClientOptions, KeyClient, type KeyVaultKey } from '@azure/keyvault-keys';
+import type { ClientSecretCredential } from '@azure/identity';
+import type { CryptographyClient, CryptographyClientOptions, KeyClient, KeyVaultKey } from '@azure/keyvault-keys';
 import { z } from 'zod';
 import { CustodyError, type CustodyType, type KeyCustody, secretValue } from '../custody.js';
 import { urlText } from '../../lib/validate.js';
@@ -14,6 +14,19 @@ import { urlText } from '../../lib/validate.js';
 // file of CAs trusted besides the system's: the pipeline's tlsOptions.ca) and
 // `disable_challenge_resource_verification` (the Key Vault clients' option of that name, needed when
 // the vault's host is not under the resource domain its 401 challenge names, e.g. 127.0.0.1).
+
+// The SDK is loaded at the first call of an azure_key_vault signer, not with the service.
+const loadIdentity = () => import('@azure/identity');
+const loadKeys = () => import('@azure/keyvault-keys');
+type Identity = Awaited<ReturnType<typeof loadIdentity>>;
+
+/** A custody's SDK clients, and the SDK's classes it uses afterwards. */
+interface Clients {
+  identity: Identity;
+  credential: ClientSecretCredential;
+  keys: KeyClient;
+  Crypto: typeof CryptographyClient;
+}
 
 const httpsUrl = urlText.url().refine((u) => u.startsWith('https://'), 'must be an https URL (Azure SDK requirement)');
 
@@ -44,19 +57,22 @@ const OAUTH_REFUSALS = new Set([
   'access_denied',
 ]);
 
-/** The CustodyError for what the SDK threw while `doing` something with the key (never its message: it may quote a response). */
-function fault(err: unknown, signal: AbortSignal, keyRef: string, doing: string): CustodyError {
+/**
+ * The CustodyError for what the SDK threw while `doing` something with the key (never its message: it may quote a response).
+ * `identity` is the loaded @azure/identity, whose error classes are checked for.
+ */
+function fault(err: unknown, signal: AbortSignal, keyRef: string, doing: string, identity: Identity): CustodyError {
   if (err instanceof CustodyError) return err;
   if (signal.aborted) return new CustodyError('timeout', `Azure Key Vault ${keyRef}: ${doing} was not answered in time`);
   const e = err as { name?: string; statusCode?: number; code?: string; details?: { error?: { innerError?: { code?: string } } } };
-  if (err instanceof AuthenticationError) {
+  if (err instanceof identity.AuthenticationError) {
     const status = err.statusCode;
     if (status === 400 || status === 401 || status === 403) {
       return new CustodyError('denied', `Azure Key Vault ${keyRef}: Entra ID refused the client credentials (${err.errorResponse.error ?? `HTTP ${status}`})`);
     }
     return new CustodyError('unavailable', `Azure Key Vault ${keyRef}: the Entra ID token request failed (HTTP ${status || 'no answer'})`);
   }
-  if (e.name === 'AuthenticationRequiredError' || err instanceof CredentialUnavailableError) {
+  if (e.name === 'AuthenticationRequiredError' || err instanceof identity.CredentialUnavailableError) {
     // MSAL's errors carry no status: an OAuth error code at the start of the message, or the tenant refusal.
     const message = String((err as Error).message);
     const oauth = /^([a-z_]+):/.exec(message)?.[1];
@@ -118,44 +134,56 @@ export const azureKeyVault: CustodyType<Config> = {
     const tlsOptions = c.ca_file ? { ca: [...rootCertificates, readCa(resolve(ctx.baseDir, c.ca_file), ctx.id)] } : undefined;
     // One retry for a passing fault; the relayer retries an unavailable custody itself.
     const retryOptions = { maxRetries: 1, retryDelayInMs: 200, maxRetryDelayInMs: 2000 };
-    const credential = new ClientSecretCredential(c.tenant_id, c.client_id, ctx.secret(c.client_secret), {
-      authorityHost: c.authority_host,
-      disableInstanceDiscovery: true,
-      tlsOptions,
-      retryOptions,
-    });
+    const clientSecret = ctx.secret(c.client_secret);
     const options: CryptographyClientOptions = { tlsOptions, retryOptions, disableChallengeResourceVerification: c.disable_challenge_resource_verification };
-    const keys = new KeyClient(c.vault_url, credential, options);
+    let sdk: Clients | undefined;
     let loaded: { key: KeyVaultKey; point: Uint8Array; crypto: CryptographyClient } | undefined;
 
+    // The SDK's clients, made at the first call (what their constructors throw is passed on as it is, as open() did).
+    const clients = async (): Promise<Clients> => {
+      const [identity, { CryptographyClient: Crypto, KeyClient: Keys }] = await Promise.all([loadIdentity(), loadKeys()]);
+      if (!sdk) {
+        const credential = new identity.ClientSecretCredential(c.tenant_id, c.client_id, clientSecret, {
+          authorityHost: c.authority_host,
+          disableInstanceDiscovery: true,
+          tlsOptions,
+          retryOptions,
+        });
+        sdk = { identity, credential, keys: new Keys(c.vault_url, credential, options), Crypto };
+      }
+      return sdk;
+    };
+
     // The key is read once: its id (with the version) is what signatures are asked of afterwards.
-    const load = async (signal: AbortSignal) => {
+    const load = async ({ credential, keys, Crypto }: Clients, signal: AbortSignal) => {
       if (loaded) return loaded;
       const key = await keys.getKey(c.key_name, { version: c.key_version, abortSignal: signal });
-      loaded = { key, point: checkedPoint(key, keyRef), crypto: new CryptographyClient(key, credential, options) };
+      loaded = { key, point: checkedPoint(key, keyRef), crypto: new Crypto(key, credential, options) };
       return loaded;
     };
 
     return {
       curve: 'secp256k1',
       async publicKey(signal) {
+        const s = await clients();
         try {
-          return Uint8Array.from((await load(signal)).point);
+          return Uint8Array.from((await load(s, signal)).point);
         } catch (err) {
-          throw fault(err, signal, keyRef, 'reading the key');
+          throw fault(err, signal, keyRef, 'reading the key', s.identity);
         }
       },
       async sign(digest, signal) {
         if (digest.length !== 32) throw new CustodyError('rejected', `Azure Key Vault ${keyRef}: secp256k1 signs a 32-byte digest, got ${digest.length} bytes`);
+        const s = await clients();
         try {
-          const { key, crypto } = await load(signal);
+          const { key, crypto } = await load(s, signal);
           // Again, for the expiry date may have passed since the key was read.
           checkedPoint(key, keyRef);
           const { result } = await crypto.sign('ES256K', digest, { abortSignal: signal });
           if (result.length !== 64) throw new CustodyError('rejected', `Azure Key Vault ${keyRef} answered a ${result.length}-byte signature, not r ‖ s`);
           return new Uint8Array(result);
         } catch (err) {
-          throw fault(err, signal, keyRef, 'signing');
+          throw fault(err, signal, keyRef, 'signing', s.identity);
         }
       },
     };

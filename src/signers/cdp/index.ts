@@ -4,13 +4,15 @@
 // The SDK's own CdpClient keeps one process-wide configuration (the last client's credentials sign every
 // request) and takes no abort signal, so each request here is authenticated with the SDK's auth module
 // (the Bearer JWT from api_key_secret, the X-Wallet-Auth JWT from wallet_secret) and sent with fetch.
-import { getAuthHeaders } from '@coinbase/cdp-sdk/auth';
 import { getBase58Encoder } from '@solana/kit';
 import { recover } from 'tiny-secp256k1';
 import { z } from 'zod';
 import { CustodyError, type CustodyType, type KeyCustody, secretValue } from '../custody.js';
 import { keccak256Bytes } from '../../lib/keccak.js';
 import { urlText } from '../../lib/validate.js';
+
+// The SDK's auth module is loaded at the first request of a cdp signer, not with the service.
+const loadAuth = () => import('@coinbase/cdp-sdk/auth');
 
 const DEFAULT_BASE_PATH = 'https://api.cdp.coinbase.com/platform';
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -66,6 +68,7 @@ export const cdp: CustodyType<CdpConfig> = {
 
     async function call<T>(method: 'GET' | 'POST', path: string, body: Record<string, string> | undefined, what: string, signal: AbortSignal): Promise<T> {
       const url = new URL(`${basePath}${path}`);
+      const { getAuthHeaders } = await loadAuth();
       let headers: Record<string, string>;
       try {
         headers = await getAuthHeaders({

@@ -3,11 +3,14 @@
 // The client speaks the REST (HTTP/1.1 JSON) transport. Endpoint: `api_endpoint` (e.g. `https://cloudkms.example`,
 // `http://127.0.0.1:8080`, or a bare host[:port], which is HTTPS) replaces cloudkms.<universe_domain>.
 import { createPrivateKey } from 'node:crypto';
-import { KeyManagementServiceClient } from '@google-cloud/kms';
+import type { KeyManagementServiceClient } from '@google-cloud/kms';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyFault, type CustodyType, type KeyCustody, secretValue } from '../custody.js';
 import { urlText } from '../../lib/validate.js';
 import { derToCompact, spkiPublicKey } from '../der.js';
+
+// The client library is loaded at the first call of a google_cloud_kms signer, not with the service.
+const loadKms = () => import('@google-cloud/kms');
 
 const serviceAccount = z
   .object({
@@ -89,6 +92,17 @@ const STATUS_NAMES: Record<number, string> = {
   16: 'UNAUTHENTICATED',
 };
 
+/** The key version's resource name, rendered as the client's cryptoKeyVersionPath renders it (its PathTemplate). */
+function cryptoKeyVersionPath(project: string, location: string, keyRing: string, cryptoKey: string, cryptoKeyVersion: string): string {
+  const bindings = { project, location, key_ring: keyRing, crypto_key: cryptoKey, crypto_key_version: cryptoKeyVersion };
+  let path = 'projects/{project=*}/locations/{location=*}/keyRings/{key_ring=*}/cryptoKeys/{crypto_key=*}/cryptoKeyVersions/{crypto_key_version=*}';
+  for (const [key, value] of Object.entries(bindings)) {
+    if (!value.match(/[^/{}]+/)) throw new TypeError(`render fails for not matching ${value}`);
+    path = path.replace(`{${key}=*}`, `${value}`);
+  }
+  return path;
+}
+
 interface ClientError {
   code?: unknown;
   status?: unknown;
@@ -163,7 +177,7 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
       throw new CustodyError('denied', `signer ${ctx.id}: service_account.private_key is not a PEM private key`);
     }
     const endpoint = c.api_endpoint ? endpointOf(c.api_endpoint) : undefined;
-    const client = new KeyManagementServiceClient({
+    const options = {
       credentials: {
         type: 'service_account',
         project_id: sa.project_id,
@@ -177,13 +191,19 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
       universeDomain: sa.universe_domain,
       fallback: true,
       ...endpoint,
-    });
+    };
     const { location, key_ring_id, key_id, key_version } = c.key;
-    const name = client.cryptoKeyVersionPath(sa.project_id, location, key_ring_id, key_id, String(key_version));
+    const name = cryptoKeyVersionPath(sa.project_id, location, key_ring_id, key_id, String(key_version));
     const keyName = `key version ${name}`;
+    // Made at the first call (what its constructor throws is passed on as it is, as open() did).
+    let client: KeyManagementServiceClient | undefined;
 
     // The client takes no abort signal: the call is left to finish on its own when the signal fires.
-    async function call<T>(run: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    async function call<T>(run: (kms: KeyManagementServiceClient) => Promise<T>, signal: AbortSignal): Promise<T> {
+      if (signal.aborted) throw kmsFault(undefined, keyName, signal);
+      const { KeyManagementServiceClient } = await loadKms();
+      client ??= new KeyManagementServiceClient(options);
+      const kms = client;
       if (signal.aborted) throw kmsFault(undefined, keyName, signal);
       let onAbort = () => {};
       const aborted = new Promise<never>((_, reject) => {
@@ -191,7 +211,7 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
         signal.addEventListener('abort', onAbort, { once: true });
       });
       try {
-        return await Promise.race([run(), aborted]);
+        return await Promise.race([run(kms), aborted]);
       } catch (err) {
         throw kmsFault(err, keyName, signal);
       } finally {
@@ -202,7 +222,7 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
     // A P-256 key signs a SHA-256 digest too: the key's algorithm is checked before its first signature.
     let checked = false;
     async function publicKey(signal: AbortSignal): Promise<Uint8Array> {
-      const [answer] = await call(() => client.getPublicKey({ name }, CALL), signal);
+      const [answer] = await call((kms) => kms.getPublicKey({ name }, CALL), signal);
       const algorithm = String(answer.algorithm);
       if (algorithm !== ALGORITHM[curve])
         throw new CustodyError('wrong_key', `Google Cloud KMS ${keyName} is ${algorithm}, not ${ALGORITHM[curve]} (${curve})`);
@@ -219,7 +239,7 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
         if (!checked) await publicKey(signal);
         // secp256k1: the digest as given (KMS does not hash it); Ed25519: the message itself.
         const request = curve === 'secp256k1' ? { name, digest: { sha256: data } } : { name, data };
-        const [answer] = await call(() => client.asymmetricSign(request, CALL), signal);
+        const [answer] = await call((kms) => kms.asymmetricSign(request, CALL), signal);
         const raw = answer.signature;
         const signature = typeof raw === 'string' ? new Uint8Array(Buffer.from(raw, 'base64')) : raw ? new Uint8Array(raw) : undefined;
         if (!signature?.length) throw new CustodyError('rejected', `Google Cloud KMS answered no signature for ${keyName}`);
@@ -229,7 +249,7 @@ export const googleCloudKms: CustodyType<GoogleCloudKmsConfig> = {
         return signature;
       },
       async close() {
-        await client.close();
+        await client?.close();
       },
     };
   },

@@ -1,12 +1,16 @@
 import { endianness } from 'node:os';
 import path from 'node:path';
-import pkcs11js, { type PKCS11 } from 'pkcs11js';
+import type { PKCS11 } from 'pkcs11js';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyFault, type CustodyType, type KeyCustody, type OpenContext, secretValue } from '../custody.js';
 
 // A key in an HSM reached through its vendor's PKCS#11 module (a shared library loaded in-process).
 // The module is the endpoint setting: `module_path` names the vendor's library (a network HSM's client
 // library carries its own server address in its own config file; SoftHSM's is SOFTHSM2_CONF).
+
+// pkcs11js is loaded when a pkcs11 signer is first opened, not with the service.
+const loadPkcs11js = async () => (await import('pkcs11js')).default;
+type Pkcs11js = Awaited<ReturnType<typeof loadPkcs11js>>;
 
 // PKCS#11 3.0 names that pkcs11js does not export.
 const CKK_EC_EDWARDS = 0x40;
@@ -44,7 +48,7 @@ export type Pkcs11Config = z.infer<typeof config>;
 // next use, which also lets it see tokens created since (SoftHSM reads its token list at C_Initialize).
 const modules = new Map<string, { lib: PKCS11; users: number; ours: boolean }>();
 
-function acquireModule(file: string): PKCS11 {
+function acquireModule(pkcs11js: Pkcs11js, file: string): PKCS11 {
   let entry = modules.get(file);
   if (!entry) {
     const lib = new pkcs11js.PKCS11();
@@ -59,7 +63,7 @@ function acquireModule(file: string): PKCS11 {
       entry.ours = true;
     } catch (e) {
       // Initialized by someone else in this process: use it, never finalize it.
-      if (ckr(e) !== pkcs11js.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw e;
+      if (ckr(pkcs11js, e) !== pkcs11js.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw e;
       entry.ours = false;
     }
   }
@@ -78,11 +82,11 @@ function releaseModule(file: string): void {
 }
 
 /** The CKR_* code of a pkcs11js error, if it is one. */
-function ckr(e: unknown): number | undefined {
+function ckr(pkcs11js: Pkcs11js, e: unknown): number | undefined {
   return e instanceof pkcs11js.Pkcs11Error ? e.code : undefined;
 }
 
-const FAULTS: [CustodyFault, string, number[]][] = [
+const faults = (pkcs11js: Pkcs11js): [CustodyFault, string, number[]][] => [
   [
     'denied',
     'the token refused the login',
@@ -117,7 +121,7 @@ function ulong(b: Buffer): number {
   return b.length === 1 ? b[0] : Number.NaN;
 }
 
-function keyTypeName(type: number): string {
+function keyTypeName(pkcs11js: Pkcs11js, type: number): string {
   if (type === pkcs11js.CKK_EC) return 'an EC key';
   if (type === CKK_EC_EDWARDS) return 'an EdDSA key';
   if (type === pkcs11js.CKK_RSA) return 'an RSA key';
@@ -131,7 +135,7 @@ interface Session {
   publicKey: Uint8Array;
 }
 
-function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
+async function open(cfg: Pkcs11Config, ctx: OpenContext): Promise<KeyCustody> {
   const pin = ctx.secret(cfg.pin);
   const curve: Curve = ctx.curve;
   const modulePath = path.resolve(ctx.baseDir, cfg.module_path);
@@ -139,6 +143,8 @@ function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
   const keyName = cfg.key_label !== undefined ? `key labelled "${cfg.key_label}"` : `key id ${keyId?.toString('hex')}`;
   const tokenName = cfg.token_label !== undefined ? `token "${cfg.token_label}"` : `slot ${cfg.slot}`;
   const fail = (fault: CustodyFault, what: string) => new CustodyError(fault, `pkcs11 signer ${ctx.id} (${keyName} on ${tokenName}): ${what}`);
+  const pkcs11js = await loadPkcs11js();
+  const FAULTS = faults(pkcs11js);
 
   let lib: PKCS11 | undefined;
   let session: Session | undefined;
@@ -148,7 +154,7 @@ function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
   /** A CustodyError for what went wrong, and whether the session must be opened again. */
   function classify(e: unknown): { error: CustodyError; drop: boolean } {
     if (e instanceof CustodyError) return { error: e, drop: e.fault !== 'rejected' && e.fault !== 'wrong_key' };
-    const code = ckr(e);
+    const code = ckr(pkcs11js, e);
     if (code === undefined) return { error: fail('unavailable', `the PKCS#11 module failed: ${e instanceof Error ? e.message : String(e)}`), drop: true };
     const name = (e as Error).message;
     const known = FAULTS.find(([, , codes]) => codes.includes(code));
@@ -193,7 +199,7 @@ function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
       .map((a) => ulong(a.value as Buffer));
     const wanted = curve === 'secp256k1' ? pkcs11js.CKK_EC : CKK_EC_EDWARDS;
     const label = curve === 'secp256k1' ? 'secp256k1' : 'Ed25519';
-    if (type !== wanted) throw fail('wrong_key', `the token holds ${keyTypeName(type)}, not ${curve === 'secp256k1' ? 'a' : 'an'} ${label} key`);
+    if (type !== wanted) throw fail('wrong_key', `the token holds ${keyTypeName(pkcs11js, type)}, not ${curve === 'secp256k1' ? 'a' : 'an'} ${label} key`);
     const [params] = l.C_GetAttributeValue(handle, key, [{ type: pkcs11js.CKA_EC_PARAMS }]);
     const ok = curve === 'secp256k1' ? SECP256K1_PARAMS.equals(params.value as Buffer) : ED25519_PARAMS.some((p) => p.equals(params.value as Buffer));
     if (!ok) throw fail('wrong_key', `the key is on another curve (CKA_EC_PARAMS ${(params.value as Buffer).toString('hex')}), not ${label}`);
@@ -219,7 +225,7 @@ function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
   function start(): Session {
     if (!lib) {
       try {
-        lib = acquireModule(modulePath);
+        lib = acquireModule(pkcs11js, modulePath);
       } catch (e) {
         throw fail('unavailable', `cannot load the PKCS#11 module ${modulePath}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -233,7 +239,7 @@ function open(cfg: Pkcs11Config, ctx: OpenContext): KeyCustody {
       } catch (e) {
         // Login is per application and token, not per session: another session of this process
         // (this signer's earlier one, or another signer on the token) logged in already.
-        if (ckr(e) !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN) throw e;
+        if (ckr(pkcs11js, e) !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN) throw e;
       }
       const key = findOne(l, handle, pkcs11js.CKO_PRIVATE_KEY);
       if (!key) throw fail('not_found', 'no such private key on the token');

@@ -1,11 +1,14 @@
 // Turnkey: the key stays in Turnkey's enclaves; each request is stamped (X-Stamp) with a P-256 API key.
 // Endpoint: `base_url` (default https://api.turnkey.com) points the client at another deployment or a stand-in.
-import { ApiKeyStamper } from '@turnkey/api-key-stamper';
-import { type TSignedRequest, TurnkeyClient, type TurnkeyApiTypes } from '@turnkey/http';
+import type { TSignedRequest, TurnkeyApiTypes } from '@turnkey/http';
 import { isPoint, pointCompress } from 'tiny-secp256k1';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyType, type KeyCustody, secretValue } from '../custody.js';
 import { urlText } from '../../lib/validate.js';
+
+// The SDK is loaded when a turnkey signer is first opened, not with the service.
+const loadStamper = () => import('@turnkey/api-key-stamper');
+const loadHttp = () => import('@turnkey/http');
 
 const DEFAULT_BASE_URL = 'https://api.turnkey.com';
 // A signing activity Turnkey answers as pending is polled this often, this many times, then left.
@@ -65,7 +68,7 @@ export const turnkey: CustodyType<TurnkeyConfig> = {
   curves: ['secp256k1', 'ed25519'],
   config,
   visible: (c) => ({ api_public_key: c.api_public_key, organization_id: c.organization_id, private_key_id: c.private_key_id, public_key: c.public_key }),
-  open(c, ctx): KeyCustody {
+  async open(c, ctx): Promise<KeyCustody> {
     const keyName = `Turnkey private key ${c.private_key_id}`;
     const reading = `signer ${ctx.id}, reading ${keyName}`;
     const signing = `signer ${ctx.id}, signing with ${keyName}`;
@@ -73,6 +76,7 @@ export const turnkey: CustodyType<TurnkeyConfig> = {
     if (!expected) throw new CustodyError('wrong_key', `signer ${ctx.id}: public_key is not a ${ctx.curve} public key`);
     const apiPrivateKey = ctx.secret(c.api_private_key).trim().replace(/^0x/i, '');
     if (!/^[0-9a-fA-F]{1,64}$/.test(apiPrivateKey)) throw new CustodyError('denied', `signer ${ctx.id}: api_private_key is not a P-256 private key in hex`);
+    const [{ ApiKeyStamper }, { TurnkeyClient }] = await Promise.all([loadStamper(), loadHttp()]);
     const client = new TurnkeyClient(
       { baseUrl: (c.base_url ?? DEFAULT_BASE_URL).replace(/\/+$/, '') },
       new ApiKeyStamper({ apiPublicKey: c.api_public_key.toLowerCase(), apiPrivateKey }),

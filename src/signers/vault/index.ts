@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign as signEd25519 } from 'node:crypto';
-import nodeVault from 'node-vault';
+import type NodeVault from 'node-vault';
 import { isPrivate, pointFromScalar, sign as signSecp256k1 } from 'tiny-secp256k1';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyType, type KeyCustody, type OpenContext, secretValue, type SecretValue } from '../custody.js';
@@ -14,6 +14,9 @@ import { urlText } from '../../lib/validate.js';
 // node-vault takes no abort signal: each call is raced against the signal instead, and every request
 // carries a timeout so that an abandoned one does not hold its socket for ever.
 
+// node-vault is loaded at the first call of a vault or vault_transit signer, not with the service.
+const loadNodeVault = async () => (await import('node-vault')).default;
+
 const REQUEST_TIMEOUT_MS = 30_000;
 // Log in again this long before the token's lease runs out.
 const TOKEN_MARGIN_MS = 30_000;
@@ -23,6 +26,13 @@ export interface VaultLogin {
   namespace?: string;
   role_id: SecretValue;
   secret_id: SecretValue;
+}
+
+/** node-vault's client fields that it fills from the environment. */
+interface Settable {
+  token?: string;
+  namespace?: string;
+  pathPrefix: string;
 }
 
 /** What a failed node-vault call looked like: a Vault answer (status and `errors`), or no answer. */
@@ -79,18 +89,26 @@ export interface VaultSession {
 export function vaultSession(c: VaultLogin, ctx: OpenContext, ref: string): VaultSession {
   const roleId = ctx.secret(c.role_id);
   const secretId = ctx.secret(c.secret_id);
-  const client = nodeVault({ endpoint: c.address, apiVersion: 'v1', requestOptions: { timeout: REQUEST_TIMEOUT_MS } });
-  // node-vault falls back to VAULT_TOKEN, VAULT_NAMESPACE and VAULT_PREFIX: only the config counts here.
-  const settable = client as unknown as { token?: string; namespace?: string; pathPrefix: string };
-  settable.token = undefined;
-  settable.namespace = c.namespace;
-  settable.pathPrefix = '';
+  // The client, made at the first call.
+  let made: NodeVault.client | undefined;
+  const vaultClient = async (): Promise<NodeVault.client> => {
+    const nodeVault = await loadNodeVault();
+    if (!made) {
+      made = nodeVault({ endpoint: c.address, apiVersion: 'v1', requestOptions: { timeout: REQUEST_TIMEOUT_MS } });
+      // node-vault falls back to VAULT_TOKEN, VAULT_NAMESPACE and VAULT_PREFIX: only the config counts here.
+      const settable = made as unknown as Settable;
+      settable.token = undefined;
+      settable.namespace = c.namespace;
+      settable.pathPrefix = '';
+    }
+    return made;
+  };
 
   let expiresAt = 0;
   let login: Promise<void> | undefined;
-  const logIn = () => {
+  const logIn = (client: NodeVault.client) => {
     login ??= (async () => {
-      settable.token = undefined;
+      (client as unknown as Settable).token = undefined;
       try {
         const answer = await client.approleLogin({ role_id: roleId, secret_id: secretId });
         const lease = Number(answer?.auth?.lease_duration ?? 0);
@@ -109,20 +127,21 @@ export function vaultSession(c: VaultLogin, ctx: OpenContext, ref: string): Vaul
     return login;
   };
 
-  const call = async <T>(request: () => Promise<T>, signal: AbortSignal): Promise<T> => {
-    if (Date.now() >= expiresAt) await raced(logIn(), signal);
+  const call = async <T>(request: (client: NodeVault.client) => Promise<T>, signal: AbortSignal): Promise<T> => {
+    const client = await raced(vaultClient(), signal);
+    if (Date.now() >= expiresAt) await raced(logIn(client), signal);
     try {
-      return await raced(request(), signal);
+      return await raced(request(client), signal);
     } catch (err) {
       if ((err as VaultFailure).response?.statusCode !== 403 || signal.aborted) throw err;
-      await raced(logIn(), signal);
-      return await raced(request(), signal);
+      await raced(logIn(client), signal);
+      return await raced(request(client), signal);
     }
   };
 
   return {
-    read: (path, signal) => call(() => client.read(path), signal),
-    write: (path, data, signal) => call(() => client.write(path, data), signal),
+    read: (path, signal) => call((client) => client.read(path), signal),
+    write: (path, data, signal) => call((client) => client.write(path, data), signal),
   };
 }
 
