@@ -5,7 +5,7 @@ import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/k
 import { curveOf, custodySigner, guarded } from '../signers/remote.js';
 import { CustodyError, type Curve, type CustodyType, type SecretValue } from '../signers/custody.js';
 import { describeIssues } from '../lib/validate.js';
-import { conflict, invalid, notFound } from './domain-error.js';
+import { conflict, invalid, isDomainError, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
 
@@ -292,7 +292,7 @@ export async function signerFor(rt: Runtime, id: string, networkType: string): P
   const known = rt.signers.get(key);
   if (known) return known;
   const signer = await load(rt, id, kind).catch((e: Error) => {
-    throw invalid(`signer_id: signer "${id}" cannot sign for ${networkType}: ${e.message}`);
+    throw isDomainError(e) ? e : invalid(`signer_id: signer "${id}" cannot sign for ${networkType}: ${e.message}`);
   });
   rt.signers.set(key, signer);
   return signer;
@@ -314,7 +314,7 @@ async function load(rt: Runtime, id: string, kind: SignerKind): Promise<Signer> 
     });
   } else {
     const entry = rt.config.signers.get(id);
-    if (!entry || (await tombstoned(rt, id))) throw new Error('unknown signer');
+    if (!entry || (await tombstoned(rt, id))) throw invalid(`signer_id: unknown signer "${id}"`);
     if (entry.type === 'custody') {
       return custodySigner(await openCustody(rt, id, custodyOf(rt, entry.custody), entry.config, curveOf(kind), entry.baseDir), kind);
     }

@@ -2,6 +2,8 @@
 // HTTP: health and readiness, relayer create/delete/status/balance, transactions by nonce and the
 // cancel of all pending ones, the list's status filter, signers and networks. Then each route's
 // errors on both databases, and a restart with the same config file.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServerAdapter } from '@whatwg-node/server';
@@ -336,7 +338,13 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
 
   it('signers: 400 naming the field, 404, 409, and refused deletes', async () => {
     const before = await dbState(svc.rt);
-    await expectError(await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'aws_kms' }), 400, 'Bad Request', /^type: must be "local" or "plain"/);
+    await expectError(
+      await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'yubikey' }),
+      400,
+      'Bad Request',
+      /^type: signer type "yubikey" is not supported \(supported: local, plain, pkcs11, .*cdp\)/,
+    );
+    await expectError(await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'aws_kms' }), 400, 'Bad Request', /^config\.region: .*config\.key_id: /);
     await expectError(
       await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'plain', config: { key: '0x12' } }),
       400,
@@ -372,12 +380,27 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
     expect(body.components.database.status).toBe('healthy');
   });
 
-  it('signers need SIGNER_STORE_KEY to be created through the API', async () => {
-    const plain = await startRestService({ db: 'pglite' });
+  it('signers need SIGNER_STORE_KEY on PostgreSQL; the embedded default generates one and keeps it', async () => {
+    if (await postgresReachable()) {
+      const shared = await startRestService({ db: 'postgres' });
+      try {
+        await expectError(await shared.request('POST', '/api/v1/signers', { id: 'x', type: 'local' }), 400, 'Bad Request', /SIGNER_STORE_KEY/);
+      } finally {
+        await shared.stop();
+      }
+    }
+    let embedded = await startRestService({ db: 'pglite' });
     try {
-      await expectError(await plain.request('POST', '/api/v1/signers', { id: 'x', type: 'local' }), 400, 'Bad Request', /SIGNER_STORE_KEY/);
+      expect((await embedded.request('POST', '/api/v1/signers', { id: 'x', type: 'local' })).status).toBe(201);
+      const kept = readFileSync(path.join(embedded.dir, 'signer-store-key'), 'utf8').trim();
+      expect(kept.length).toBeGreaterThanOrEqual(32);
+      // Restarted, the service reads the same key back and can still load the signer.
+      embedded = await embedded.restart();
+      const relayer = { id: 'on-x', name: 'On x', network: 'localnet', network_type: 'evm', paused: false, signer_id: 'x' };
+      expect((await embedded.request('POST', '/api/v1/relayers', relayer)).status).toBe(201);
+      expect(readFileSync(path.join(embedded.dir, 'signer-store-key'), 'utf8').trim()).toBe(kept);
     } finally {
-      await plain.stop();
+      await embedded.stop();
     }
   });
 });
