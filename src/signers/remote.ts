@@ -1,6 +1,7 @@
 // Signers whose key stays in a custody (src/signers/custody.ts): every call has a timeout, is counted
 // by type and outcome, and fails as a CustodyError naming the signer, never a secret.
-import { bytesToHex, recoverPublicKey, type Hex } from 'viem';
+import { recover } from 'tiny-secp256k1';
+import { bytesToHex, hexToBytes } from 'viem';
 import { publicKeyToAddress } from 'viem/accounts';
 import { CustodyError, type Curve, type KeyCustody } from './custody.js';
 import { ed25519Signer, evmSigner, type Signer, type SignerKind } from './index.js';
@@ -53,18 +54,20 @@ export function guarded(custody: KeyCustody, o: CallOptions): KeyCustody {
 
 /** A signer for `kind` over the custody's key; reads the public key once. */
 export async function custodySigner(custody: KeyCustody, kind: SignerKind): Promise<Signer> {
-  const never = new AbortController().signal;
-  const publicKey = await custody.publicKey(never);
-  if (kind !== 'evm') return ed25519Signer(kind, publicKey, (data) => custody.sign(data, never));
-  const point = bytesToHex(publicKey);
-  return evmSigner(publicKeyToAddress(point), async (digest): Promise<DigestSignature> => {
-    const rs = await custody.sign(digest, never);
-    const r = bytesToHex(rs.subarray(0, 32));
+  // Each call gets its own signal: the custody's timeout (guarded) is what ends a call.
+  const signal = () => new AbortController().signal;
+  const publicKey = await custody.publicKey(signal());
+  if (kind !== 'evm') return ed25519Signer(kind, publicKey, (data) => custody.sign(data, signal()));
+  return evmSigner(publicKeyToAddress(bytesToHex(publicKey)), async (digest): Promise<DigestSignature> => {
+    const rs = Uint8Array.from(await custody.sign(digest, signal()));
     let s = BigInt(bytesToHex(rs.subarray(32)));
     if (s > N / 2n) s = N - s; // Ethereum takes low s only.
-    const sHex = `0x${s.toString(16).padStart(64, '0')}` as Hex;
-    for (const yParity of [0, 1]) {
-      if ((await recoverPublicKey({ hash: digest, signature: { r, s: sHex, yParity } })) === point) return { r, s: sHex, yParity };
+    rs.set(hexToBytes(`0x${s.toString(16).padStart(64, '0')}`), 32);
+    for (const yParity of [0, 1] as const) {
+      const recovered = recover(digest, rs, yParity, false);
+      if (recovered && Buffer.from(recovered).equals(Buffer.from(publicKey))) {
+        return { r: bytesToHex(rs.subarray(0, 32)), s: bytesToHex(rs.subarray(32)), yParity };
+      }
     }
     throw new CustodyError('rejected', 'the custody answered a signature that is not of its key');
   });

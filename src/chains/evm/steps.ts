@@ -441,10 +441,16 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     const outcomes: EvmOutcome[] = new Array(todo.length);
     const indexed = todo.map((t, i) => ({ i, effect: t.effect, d: t.d }));
     const at = (pick: (e: EvmEffect) => boolean) => indexed.filter((t) => pick(t.effect));
-    // Gaps first, then moves and signings, each work in turn; receipts and broadcasts in one batch each.
-    for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e || e.stage === 'sign')]) {
+    // Gaps first, then moves, each work in turn; then the signings at once (a remote signer's round
+    // trips overlap); receipts and broadcasts in one batch each.
+    for (const t of [...at((e) => 'fillGaps' in e), ...at((e) => 'renonce' in e)]) {
       outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
     }
+    await Promise.all(
+      at((e) => e.stage === 'sign').map(async (t) => {
+        outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
+      }),
+    );
     const looks = at((e) => 'resolve' in e);
     const waits = looks.filter((t) => 'waits' in t.effect);
     if (waits.length > 0) {
