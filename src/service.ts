@@ -24,7 +24,7 @@ import { createMetrics } from './metrics/index.js';
 import { watchDatabase } from './metrics/scrape.js';
 import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
-import { signerFor } from './core/signers.js';
+import { closeSigners, signerFor } from './core/signers.js';
 import { CUSTODY_TYPES } from './signers/list.js';
 
 export interface Service {
@@ -158,6 +158,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
       const released = await Promise.all([releaseAll(rt, 'transactions'), releaseAll(rt, 'deliveries')]);
       log.info({ transactions: released[0], deliveries: released[1] }, 'workers stopped; leases released');
       await metrics?.stop();
+      await closeSigners(rt);
       await db.close();
       redis?.publish.disconnect();
       redis?.subscribe.disconnect();

@@ -279,7 +279,20 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
 }
 
 function forget(rt: Runtime, id: string) {
-  for (const kind of ['evm', 'solana', 'stellar'] as const) rt.signers.delete(signerKey(id, kind));
+  for (const kind of ['evm', 'solana', 'stellar'] as const) {
+    const key = signerKey(id, kind);
+    void rt.signers
+      .get(key)
+      ?.close?.()
+      .catch(() => {});
+    rt.signers.delete(key);
+  }
+}
+
+/** Releases every custody session the loaded signers hold (at shutdown). */
+export async function closeSigners(rt: Runtime): Promise<void> {
+  await Promise.all([...rt.signers.values()].map((s) => s.close?.().catch((err) => rt.log.warn({ err }, 'a signer did not close'))));
+  rt.signers.clear();
 }
 
 /**

@@ -18,6 +18,8 @@ export interface SignerInfo {
 
 interface SignerBase extends SignerInfo {
   toJSON(): SignerInfo;
+  /** Releases what the key's custody holds open (an HSM session), if anything. */
+  close?(): Promise<void>;
 }
 
 export interface EvmSigner extends SignerBase {
@@ -76,7 +78,7 @@ function finish<T extends SignerBase>(signer: T): T {
 }
 
 /** An EVM signer whose signatures come from `signDigest`. */
-export function evmSigner(address: EvmAddress, signDigest: SignDigest): EvmSigner {
+export function evmSigner(address: EvmAddress, signDigest: SignDigest, close?: () => Promise<void>): EvmSigner {
   const kind = 'evm';
   return finish<EvmSigner>({
     kind,
@@ -84,14 +86,16 @@ export function evmSigner(address: EvmAddress, signDigest: SignDigest): EvmSigne
     account: digestAccount(address, signDigest),
     signTransaction: transactionSigner(signDigest),
     toJSON: () => ({ kind, address }),
+    close,
   });
 }
 
+type SignBytes = (data: Uint8Array) => Promise<Uint8Array>;
 /** A Solana or Stellar signer over an Ed25519 key: `publicKey` is its 32 bytes. */
-export function ed25519Signer<K extends 'solana' | 'stellar'>(kind: K, publicKey: Uint8Array, sign: (data: Uint8Array) => Promise<Uint8Array>): SignerOf<K>;
-export function ed25519Signer(kind: 'solana' | 'stellar', publicKey: Uint8Array, sign: (data: Uint8Array) => Promise<Uint8Array>): Signer {
+export function ed25519Signer<K extends 'solana' | 'stellar'>(kind: K, publicKey: Uint8Array, sign: SignBytes, close?: () => Promise<void>): SignerOf<K>;
+export function ed25519Signer(kind: 'solana' | 'stellar', publicKey: Uint8Array, sign: SignBytes, close?: () => Promise<void>): Signer {
   const address = kind === 'solana' ? getAddressDecoder().decode(publicKey) : StrKey.encodeEd25519PublicKey(Buffer.from(publicKey));
-  return finish({ kind, address, sign, toJSON: () => ({ kind, address }) } as SolanaSigner | StellarSigner);
+  return finish({ kind, address, sign, close, toJSON: () => ({ kind, address }) } as SolanaSigner | StellarSigner);
 }
 
 export function createLocalSigner<K extends SignerKind>(secret: Uint8Array, kind: K): SignerOf<K>;

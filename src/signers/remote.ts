@@ -57,18 +57,23 @@ export async function custodySigner(custody: KeyCustody, kind: SignerKind): Prom
   // Each call gets its own signal: the custody's timeout (guarded) is what ends a call.
   const signal = () => new AbortController().signal;
   const publicKey = await custody.publicKey(signal());
-  if (kind !== 'evm') return ed25519Signer(kind, publicKey, (data) => custody.sign(data, signal()));
-  return evmSigner(publicKeyToAddress(bytesToHex(publicKey)), async (digest): Promise<DigestSignature> => {
-    const rs = Uint8Array.from(await custody.sign(digest, signal()));
-    let s = BigInt(bytesToHex(rs.subarray(32)));
-    if (s > N / 2n) s = N - s; // Ethereum takes low s only.
-    rs.set(hexToBytes(`0x${s.toString(16).padStart(64, '0')}`), 32);
-    for (const yParity of [0, 1] as const) {
-      const recovered = recover(digest, rs, yParity, false);
-      if (recovered && Buffer.from(recovered).equals(Buffer.from(publicKey))) {
-        return { r: bytesToHex(rs.subarray(0, 32)), s: bytesToHex(rs.subarray(32)), yParity };
+  const close = async () => custody.close?.();
+  if (kind !== 'evm') return ed25519Signer(kind, publicKey, (data) => custody.sign(data, signal()), close);
+  return evmSigner(
+    publicKeyToAddress(bytesToHex(publicKey)),
+    async (digest): Promise<DigestSignature> => {
+      const rs = Uint8Array.from(await custody.sign(digest, signal()));
+      let s = BigInt(bytesToHex(rs.subarray(32)));
+      if (s > N / 2n) s = N - s; // Ethereum takes low s only.
+      rs.set(hexToBytes(`0x${s.toString(16).padStart(64, '0')}`), 32);
+      for (const yParity of [0, 1] as const) {
+        const recovered = recover(digest, rs, yParity, false);
+        if (recovered && Buffer.from(recovered).equals(Buffer.from(publicKey))) {
+          return { r: bytesToHex(rs.subarray(0, 32)), s: bytesToHex(rs.subarray(32)), yParity };
+        }
       }
-    }
-    throw new CustodyError('rejected', 'the custody answered a signature that is not of its key');
-  });
+      throw new CustodyError('rejected', 'the custody answered a signature that is not of its key');
+    },
+    close,
+  );
 }

@@ -2,11 +2,19 @@
 // (SoftHSM), and AWS KMS through its client on a loopback stand-in that can go down.
 import { domainSeparator, hashStruct, hashTypedData, recoverAddress, recoverMessageAddress, type Hex } from 'viem';
 import { publicKeyToAddress } from 'viem/accounts';
+import { getAddressDecoder, type Address, type Blockhash } from '@solana/kit';
+import { Keypair, StrKey } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evmConfig, startTestService, type TestService } from '../support/service.js';
 import { createToken, SOFTHSM_MODULE, type Token } from '../support/softhsm.js';
 import { startAwsKmsStandin, type AwsKmsStandin } from '../support/standins/aws-kms.js';
 import { getTx, RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from '../chains/evm/support.js';
+import { buildTx, party, SOL, transferSol } from '../chains/solana/support.js';
+import { send, waitForStatus } from '../chains/stellar/support.js';
+import { startSolanaRpc } from '../support/solana-rpc.js';
+import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js';
+
+const PASSPHRASE = 'Relayer Test Network ; 2025';
 
 const hex = (b: Uint8Array) => `0x${Buffer.from(b).toString('hex')}` as Hex;
 
@@ -84,6 +92,96 @@ describe('a relayer whose key is on a PKCS#11 token', () => {
   });
 });
 
+describe("Solana and Stellar relayers on the token's Ed25519 key", () => {
+  let token: Token;
+  let svc: TestService;
+  let solana: Awaited<ReturnType<typeof startSolanaRpc>>;
+  let stellar: StellarRpcStub;
+  let solanaAddress: Address;
+  let stellarAddress: string;
+  const dest = Keypair.random();
+  let user: Awaited<ReturnType<typeof party>>;
+
+  beforeAll(async () => {
+    token = createToken({ label: 'edwards', pin: '975310' });
+    const key = token.addKey('ed25519', 'ed-key');
+    solanaAddress = getAddressDecoder().decode(key.publicKey) as Address;
+    stellarAddress = StrKey.encodeEd25519PublicKey(Buffer.from(key.publicKey));
+    user = await party();
+    solana = await startSolanaRpc({
+      airdrops: [
+        { address: solanaAddress, lamports: 10n * SOL },
+        { address: user.address, lamports: SOL },
+      ],
+      slotMs: 100,
+      blockhashLifetime: 3_000,
+      finalizedAfter: 6,
+    });
+    const accounts = [
+      { address: stellarAddress, balance: 1_000n * 10_000_000n, sequence: 50_000_000n << 32n },
+      { address: dest.publicKey(), balance: 10n * 10_000_000n, sequence: 9_000n },
+    ];
+    stellar = await startStellarRpc({ networkPassphrase: PASSPHRASE, ledgerIntervalMs: 100, accounts });
+    process.env.ED_PIN = token.pin;
+    const relayer = (id: string, network: string, type: string) => ({
+      id,
+      name: id,
+      network,
+      network_type: type,
+      paused: false,
+      signer_id: 'ed-hsm',
+      policies: {},
+    });
+    svc = await startTestService({
+      config: () => ({
+        relayers: [relayer('sol', 'solana-local', 'solana'), relayer('xlm', 'stellar-local', 'stellar')],
+        signers: [
+          {
+            id: 'ed-hsm',
+            type: 'pkcs11',
+            config: { module_path: SOFTHSM_MODULE, token_label: token.label, pin: { type: 'env', value: 'ED_PIN' }, key_label: 'ed-key' },
+          },
+        ],
+        notifications: [],
+        networks: [
+          { type: 'solana', network: 'solana-local', rpc_urls: [solana.url], average_blocktime_ms: 50, is_testnet: true },
+          { type: 'stellar', network: 'stellar-local', rpc_urls: [stellar.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
+        ],
+      }),
+    });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await solana?.stop();
+    await stellar?.stop();
+    token?.cleanup();
+    delete process.env.ED_PIN;
+  });
+
+  it('relays a Solana transfer paid and signed by the token key', async () => {
+    const blockhash = solana.svm.latestBlockhash() as Blockhash;
+    const wire = await buildTx(solanaAddress, [transferSol(user.address, (await party()).address, SOL / 10n)], blockhash, [user.keyPair]);
+    const r = await send(svc, 'sol', { transaction: wire });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(r.json.data.from).toBe(solanaAddress);
+    const done = await waitForStatus(svc, 'sol', r.json.data.id, ['confirmed', 'failed', 'expired']);
+    expect(done.status, done.status_reason).toBe('confirmed');
+  });
+
+  it('relays a Stellar payment signed by the token key', async () => {
+    const before = stellar.account(dest.publicKey())!.balance;
+    const r = await send(svc, 'xlm', {
+      network: 'stellar-local',
+      operations: [{ type: 'payment', destination: dest.publicKey(), amount: 5_000_000, asset: { type: 'native' } }],
+    });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(r.json.data.from).toBe(stellarAddress);
+    const done = await waitForStatus(svc, 'xlm', r.json.data.id, ['confirmed', 'failed', 'expired']);
+    expect(done.status, done.status_reason).toBe('confirmed');
+    expect(stellar.account(dest.publicKey())!.balance).toBe(before + 5_000_000n);
+  });
+});
+
 describe('a relayer on AWS KMS, while KMS is away and back', () => {
   let kms: AwsKmsStandin;
   let svc: TestService;
@@ -140,6 +238,10 @@ describe('a relayer on AWS KMS, while KMS is away and back', () => {
     const waiting = await waitFor(svc, tx.id, (t) => /signer "kms" \(aws_kms\)/.test(t.statusReason ?? ''));
     expect(waiting.status).toBe('pending');
     expect(waiting.statusReason).not.toContain(kms.secretAccessKey);
+    // Signing without sending answers at once, in the envelope, with the same reason.
+    const refused = await svc.request('POST', `/api/v1/relayers/${RELAYER}/sign`, { message: 'now?' });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).error).toMatch(/signer "kms" \(aws_kms\)/);
     kms.setDown(false);
     const done = await waitStatus(svc, tx.id, 'confirmed');
     const onChain = await rpc(svc.anvil!.url, 'eth_getTransactionByHash', [done.hash]);

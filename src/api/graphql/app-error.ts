@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
-import { DomainError, type ErrorKind } from '../../core/domain-error.js';
+import { DomainError, type ErrorKind, unavailable } from '../../core/domain-error.js';
+import { CustodyError } from '../../signers/custody.js';
 import type { Logger } from '../../lib/log.js';
 
 /** The codes of typed errors (extensions.code); src/api/rest/status.ts gives each its HTTP status. */
@@ -60,6 +61,8 @@ export function maskError(log: Logger, httpStatus: (code: ErrorCode) => number) 
   return (error: unknown): Error => {
     const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
     if (original instanceof DomainError) return withStatus(fromDomainError(original));
+    // A signer's custody away or refusing (its message names the signer, never a secret).
+    if (original instanceof CustodyError) return withStatus(fromDomainError(unavailable(original.message)));
     if (original instanceof AppError) return withStatus(original);
     if (error instanceof GraphQLError && !error.originalError) return error;
     if (error instanceof GraphQLError && (error.originalError as GraphQLError | undefined)?.extensions?.code === 'BAD_REQUEST') return error;
