@@ -85,7 +85,7 @@ async function signing(signer: Signer) {
 async function relaying(kind: Kind): Promise<number> {
   const svc = await startTestService({
     anvil: { blockTime: 1 },
-    env: { SIGNER_TIMEOUT_MS: '10000' },
+    env: { SIGNER_TIMEOUT_MS: '10000', RATE_LIMIT_REQUESTS_PER_SECOND: '100000', RATE_LIMIT_BURST_SIZE: '100000' },
     config: ({ rpcUrl }) => ({ ...evmConfig(rpcUrl, { relayer: { signer_id: kind.config.id } }), signers: [kind.config] }),
   });
   try {

@@ -25,6 +25,7 @@ import { watchDatabase } from './metrics/scrape.js';
 import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { closeSigners, signerFor } from './core/signers.js';
+import { followChanges } from './core/follow.js';
 import { CUSTODY_TYPES } from './signers/list.js';
 
 export interface Service {
@@ -129,6 +130,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     await devnet?.stop();
     throw e;
   }
+  const changes = followChanges(rt);
   watchDatabase(rt);
   const metrics = env.metrics.enabled
     ? await startMetricsServer(rt.metrics.registry, env.host, env.metrics.port, log).catch(async (e: Error) => {
@@ -158,6 +160,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
       const released = await Promise.all([releaseAll(rt, 'transactions'), releaseAll(rt, 'deliveries')]);
       log.info({ transactions: released[0], deliveries: released[1] }, 'workers stopped; leases released');
       await metrics?.stop();
+      await changes?.stop();
       await closeSigners(rt);
       await db.close();
       redis?.publish.disconnect();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { announce } from './changes.js';
 import type { NetworkType } from '../chains/list.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { describeIssues, urlText } from '../lib/validate.js';
@@ -95,12 +96,13 @@ export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetwor
   });
   const updated = { ...rt.config.networks.get(id)!, rpcUrls };
   rt.config.networks.set(id, updated);
+  await announce(rt, { kind: 'network', id });
   return view(updated);
 }
 
 /** Applies the RPC URLs changed through the API over the file's (at start-up). */
-export async function applyNetworkOverrides(rt: Pick<Runtime, 'prisma' | 'config'>): Promise<void> {
-  for (const o of await rt.prisma.networkOverride.findMany()) {
+export async function applyNetworkOverrides(rt: Pick<Runtime, 'prisma' | 'config'>, id?: string): Promise<void> {
+  for (const o of await rt.prisma.networkOverride.findMany(id ? { where: { id } } : undefined)) {
     const n = rt.config.networks.get(o.id);
     if (n) rt.config.networks.set(o.id, { ...n, rpcUrls: o.rpcUrls as unknown as RpcEndpoint[] });
   }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } from '../signers/index.js';
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
 import { curveOf, custodySigner, guarded } from '../signers/remote.js';
+import { announce } from './changes.js';
 import { CustodyError, type Curve, type CustodyType, type SecretValue } from '../signers/custody.js';
 import { describeIssues } from '../lib/validate.js';
 import { conflict, invalid, isDomainError, notFound } from './domain-error.js';
@@ -263,7 +264,8 @@ export async function updateSigner(rt: Runtime, id: string, input: UpdateSignerI
   if (users.length) throw invalid(`signer ${id} is used by relayer ${users.join(', ')}: its key cannot change`);
   const row = await stored(rt, id, parsed.data.type ?? current.type, parsed.data.config);
   await rt.prisma.signer.upsert({ where: { id }, create: { id, ...row }, update: row });
-  forget(rt, id);
+  forgetSigner(rt, id);
+  await announce(rt, { kind: 'signer', id });
   return viewOf(id, row.type, row.keystore, 'api');
 }
 
@@ -275,10 +277,12 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
     rt.prisma.signer.deleteMany({ where: { id } }),
     rt.prisma.tombstone.upsert({ where: { kind_id: { kind: 'signer', id } }, create: { kind: 'signer', id }, update: {} }),
   ]);
-  forget(rt, id);
+  forgetSigner(rt, id);
+  await announce(rt, { kind: 'signer', id });
 }
 
-function forget(rt: Runtime, id: string) {
+/** Lets the loaded signer of `id` go (it changed): the next use loads it again. */
+export function forgetSigner(rt: Runtime, id: string) {
   for (const kind of ['evm', 'solana', 'stellar'] as const) {
     const key = signerKey(id, kind);
     void rt.signers

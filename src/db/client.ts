@@ -9,6 +9,7 @@ import { type Commit, openThreadedPGlite, type Statement, type ThreadedPGlite } 
 
 export type { Commit, Statement };
 import { applyMigrations } from './schema-engine.js';
+import { listen } from './notify.js';
 
 export type Db = PrismaClient;
 export type DbKind = 'pglite' | 'postgres';
@@ -30,6 +31,8 @@ export interface Database {
    * database for fewer waits on the event loop.
    */
   transaction<T>(fn: (tx: Batches) => Promise<T>): Promise<T>;
+  /** PostgreSQL only: NOTIFY messages on `channel`, on a connection of their own (db/notify.ts). */
+  listen?(channel: string, onMessage: (payload: string) => void, onError: (err: Error) => void): { ready: Promise<void>; stop(): Promise<void> };
   close(): Promise<void>;
 }
 
@@ -85,6 +88,7 @@ export async function openDatabase(opts: {
   onIdleError?: (err: Error) => void;
 }): Promise<Database> {
   if (opts.databaseUrl) {
+    const databaseUrl = opts.databaseUrl;
     // Migrations on their own pool, ended afterwards (it drops the engine's session locks).
     await applyMigrations(new PrismaPg({ connectionString: opts.databaseUrl, max: 10 }));
     const pool = new pg.Pool({
@@ -110,6 +114,7 @@ export async function openDatabase(opts: {
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
       transaction: (fn) => pgTransaction(pool, nameOf, fn),
+      listen: (channel, onMessage, onError) => listen(databaseUrl, channel, onMessage, onError),
       close: async () => {
         await prisma.$disconnect();
         await pool.end().catch(() => {});

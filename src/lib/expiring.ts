@@ -56,6 +56,10 @@ export class ExpiringMap<K, V> {
     return this.#entries.delete(key);
   }
 
+  clear(): void {
+    this.#entries.clear();
+  }
+
   /** Entries held, expired ones not yet swept included. */
   get size(): number {
     return this.#entries.size;

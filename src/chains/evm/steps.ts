@@ -1,6 +1,7 @@
 // The EVM family's half of a step (core/step-runner.ts runs it): reading the chain, signing and
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
+import { signerFor } from '../../core/signers.js';
 import type { Address, Hex, TransactionSerializable } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/pipeline.js';
@@ -341,6 +342,11 @@ async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDeci
     if ('fillGaps' in effect) {
       await fillGapsNow(c, ctx);
       return { done: true };
+    }
+    // Not loaded here yet (a relayer made on another instance, a signer let go after a change).
+    if (!ctx.signer) {
+      const signer = await signerFor(c.rt, ctx.relayer.signerId, 'evm').catch(() => undefined);
+      if (signer?.kind === 'evm' && signer.address.toLowerCase() === ctx.relayer.address.toLowerCase()) ctx.signer = signer;
     }
     return await sign(ctx, w);
   } catch (e) {

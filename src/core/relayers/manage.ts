@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { announce } from '../changes.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { describeIssues } from '../../lib/validate.js';
 import { conflict, invalid, isDomainError, unavailable } from '../domain-error.js';
@@ -108,6 +109,7 @@ export async function deleteRelayer(rt: Runtime, id: string): Promise<void> {
     await tx.relayer.delete({ where: { id } });
     await tx.tombstone.upsert({ where: { kind_id: { kind: 'relayer', id } }, create: { kind: 'relayer', id }, update: { deletedAt: new Date() } });
   });
+  await announce(rt, { kind: 'relayer', id });
 }
 
 export interface RelayerBalance {

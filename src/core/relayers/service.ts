@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { announce } from '../changes.js';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../domain-error.js';
@@ -91,9 +92,11 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
-  return writeWithEvents(rt, async (tx) => {
+  const updated = await writeWithEvents(rt, async (tx) => {
     const row = await tx.relayer.update({ where: { id }, data });
     if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
     return row;
   });
+  await announce(rt, { kind: 'relayer', id });
+  return updated;
 }

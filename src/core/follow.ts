@@ -1,0 +1,26 @@
+import { CHANNEL, type Change } from './changes.js';
+import { applyNetworkOverrides } from './networks.js';
+import type { Runtime } from './runtime.js';
+import { forgetSigner } from './signers.js';
+
+/** Follows the others' changes (PostgreSQL only: the embedded database has one instance). */
+export function followChanges(rt: Runtime) {
+  return rt.db.listen?.(
+    CHANNEL,
+    (payload) => void apply(rt, payload).catch((err) => rt.log.warn({ err }, 'a change could not be applied')),
+    (err) => rt.log.warn({ reason: err.message }, 'change notices: connection lost; connecting again'),
+  );
+}
+
+async function apply(rt: Runtime, payload: string) {
+  if (!payload) {
+    // Reconnected: notices may have been missed; take again what cannot have changed unseen otherwise.
+    await applyNetworkOverrides(rt);
+    rt.held.relayerSnapshots.clear();
+    return;
+  }
+  const change = JSON.parse(payload) as Change;
+  if (change.kind === 'signer') forgetSigner(rt, change.id);
+  else if (change.kind === 'network') await applyNetworkOverrides(rt, change.id);
+  else rt.held.relayerSnapshots.delete(change.id);
+}
