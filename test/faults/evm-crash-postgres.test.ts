@@ -1,4 +1,4 @@
 import { postgresReachable } from '../support/postgres.js';
 import { evmCrashPoints } from './evm-crash.js';
 
-evmCrashPoints('postgres', await postgresReachable());
+evmCrashPoints('postgres', { run: await postgresReachable() });

@@ -1,11 +1,13 @@
 // Kill the process at each named crash point of the EVM pipeline (src/lib/crash.ts), restart it,
 // and check the chain against the database: every accepted transaction final exactly once.
-import { afterEach, describe, expect, it } from 'vitest';
+import { publicKeyToAddress } from 'viem/accounts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
 import { RECEIVER, rpc } from '../chains/evm/support.js';
 import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
+import { createToken, SOFTHSM_MODULE, type Token } from '../support/softhsm.js';
 
 const TXS = '/api/v1/relayers/evm-relayer/transactions';
 const FINAL = ['confirmed', 'failed', 'expired', 'canceled'];
@@ -31,21 +33,47 @@ async function list(instance: Instance): Promise<any[]> {
  * The suite on one database. It runs from two files, one per database (evm-crash-pglite.test.ts and
  * evm-crash-postgres.test.ts), so that the two halves, each minutes long, run in parallel workers.
  */
-export function evmCrashPoints(db: 'pglite' | 'postgres', run = true): void {
-  describe.runIf(run)(`a crash at each point of the EVM pipeline (${db})`, () => {
+export function evmCrashPoints(db: 'pglite' | 'postgres', opts: { run?: boolean; signer?: 'local' | 'pkcs11'; actions?: Action[] } = {}): void {
+  const pkcs11 = opts.signer === 'pkcs11';
+  describe.runIf(opts.run ?? true)(`a crash at each point of the EVM pipeline (${db}${pkcs11 ? ', a PKCS#11 signer' : ''})`, () => {
     const cleanup: (() => Promise<unknown>)[] = [];
     afterEach(async () => {
       while (cleanup.length) await cleanup.pop()!().catch(() => {});
     });
+    // The relayer's account: anvil's funded account 0 in a keystore, or a key on a SoftHSM token.
+    let account = { address: DEV_ADDRESS as string, env: {} as Record<string, string>, config: (url: string) => evmConfig(url) as object };
+    let token: Token | undefined;
+    beforeAll(() => {
+      if (!pkcs11) return;
+      token = createToken({ label: 'crash', pin: '112233' });
+      const key = token.addKey('secp256k1', 'relayer');
+      account = {
+        address: publicKeyToAddress(`0x${Buffer.from(key.publicKey).toString('hex')}`),
+        env: { SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!, HSM_PIN: token.pin },
+        config: (url) => ({
+          ...evmConfig(url),
+          signers: [
+            {
+              id: 'dev-signer',
+              type: 'pkcs11',
+              config: { module_path: SOFTHSM_MODULE, token_label: 'crash', pin: { type: 'env', value: 'HSM_PIN' }, key_label: 'relayer' },
+            },
+          ],
+        }),
+      };
+    });
+    afterAll(() => token?.cleanup());
 
-    for (const [action, how] of Object.entries(PATHS) as [Action, (typeof PATHS)[Action]][]) {
+    const paths = (Object.entries(PATHS) as [Action, (typeof PATHS)[Action]][]).filter(([action]) => !opts.actions || opts.actions.includes(action));
+    for (const [action, how] of paths) {
       for (const stage of STAGES) {
         const point = `evm.${action}.${stage}`;
         it(`${point}: after a restart every accepted transaction is final once, on chain as in the database`, async () => {
           const anvil = await startAnvil();
           cleanup.push(() => anvil.stop());
-          const env = await faultEnv(db, evmConfig(anvil.url), 'faults', cleanup);
-          const start = Number(await rpc(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']));
+          const env = { ...(await faultEnv(db, account.config(anvil.url), 'faults', cleanup)), ...account.env };
+          if (pkcs11) await rpc(anvil.url, 'anvil_setBalance', [account.address, '0x56bc75e2d63100000']);
+          const start = Number(await rpc(anvil.url, 'eth_getTransactionCount', [account.address, 'latest']));
           if (how.hold) await rpc(anvil.url, 'evm_setAutomine', [false]);
 
           const armed = await startArmed(env, point);
@@ -102,7 +130,7 @@ export function evmCrashPoints(db: 'pglite' | 'postgres', run = true): void {
 
           // Nonces contiguous from the account's start, each row's hash mined at its nonce.
           expect(rows.map((r) => r.nonce).sort((a, b) => a - b)).toEqual(rows.map((_, i) => start + i));
-          expect(Number(await rpc(anvil.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']))).toBe(start + rows.length);
+          expect(Number(await rpc(anvil.url, 'eth_getTransactionCount', [account.address, 'latest']))).toBe(start + rows.length);
           for (const r of rows) {
             const onChain = await rpc(anvil.url, 'eth_getTransactionByHash', [r.hash]);
             expect(onChain?.blockNumber, `${r.id} ${r.hash}`).toBeTruthy();
@@ -114,7 +142,8 @@ export function evmCrashPoints(db: 'pglite' | 'postgres', run = true): void {
           for (let b = 0; b <= head; b++) {
             const block = await rpc(anvil.url, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, true]);
             for (const t of block.transactions)
-              if (t.from.toLowerCase() === DEV_ADDRESS.toLowerCase() && t.to?.toLowerCase() === RECEIVER.toLowerCase()) mined.push(BigInt(t.value).toString());
+              if (t.from.toLowerCase() === account.address.toLowerCase() && t.to?.toLowerCase() === RECEIVER.toLowerCase())
+                mined.push(BigInt(t.value).toString());
           }
           const confirmed = rows.filter((r) => r.status === 'confirmed').map((r) => String(r.value));
           expect(mined.sort()).toEqual(confirmed.sort());

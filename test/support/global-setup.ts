@@ -1,7 +1,8 @@
 // Once per run, before the workers start (integration and faults projects): the compiled service
 // the spawning tests run (`node dist/main.js`), rebuilt only when a source is newer than it, and
 // migrated databases the tests copy instead of migrating their own: a PGlite data directory
-// (support/pglite.ts) and, when the server answers, a PostgreSQL template (support/postgres.ts).
+// (support/pglite.ts) and, when the server answers, a PostgreSQL template (support/postgres.ts);
+// and Debian's SoftHSM when it is missing (support/softhsm.ts).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { TEMPLATE_ENV } from './pglite.js';
+import { ensureSoftHsm } from './softhsm.js';
 import { PG_TEMPLATE_ENV, POSTGRES_ADMIN_URL, postgresReachable } from './postgres.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -91,6 +93,8 @@ async function preparePostgres(hash: string): Promise<void> {
 }
 
 export async function setup(): Promise<void> {
+  // Once, before the workers: several test files use a SoftHSM token, and apt-get runs one at a time.
+  ensureSoftHsm();
   const main = path.join(ROOT, 'dist/main.js');
   const built = existsSync(main) ? statSync(main).mtimeMs : 0;
   if (SOURCES.some((s) => newestMtime(path.join(ROOT, s)) > built)) {
