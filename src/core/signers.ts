@@ -4,6 +4,7 @@ import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } 
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
 import { curveOf, custodySigner, guarded } from '../signers/remote.js';
 import { announce } from './changes.js';
+import { CUSTODY_TYPES } from '../signers/list.js';
 import { CustodyError, type Curve, type CustodyType, type SecretValue } from '../signers/custody.js';
 import { describeIssues } from '../lib/validate.js';
 import { conflict, invalid, isDomainError, notFound } from './domain-error.js';
@@ -56,15 +57,19 @@ const keyConfig = z
 
 const anyConfig = z.record(z.string(), z.unknown()).meta({ description: "The type's config: see docs/configuration.md#signers." });
 
+// The names offered (signers/list.ts), so the document lists exactly what is accepted.
+const SIGNER_TYPES = ['local', 'plain', ...CUSTODY_TYPES.map((c) => c.type)] as [string, ...string[]];
+const signerType = z.enum(SIGNER_TYPES, { message: `must be one of ${SIGNER_TYPES.join(', ')}` });
+
 export const createInput = z
   .object({
     id: signerId.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
     // "plain" takes a raw key (the reference's name); "local" a keystore, or nothing for a new key.
-    type: z.string().min(1).meta({ description: '`local`, `plain`, or a custody type (`aws_kms`, `pkcs11`, ...).' }),
+    type: signerType.meta({ description: '`local`, `plain`, or the custody holding the key.' }),
     config: anyConfig.nullish(),
   })
   .strict();
-export const updateInput = z.object({ type: z.string().min(1).nullish(), config: anyConfig }).strict();
+export const updateInput = z.object({ type: signerType.nullish(), config: anyConfig }).strict();
 
 export type CreateSignerInput = z.input<typeof createInput>;
 export type UpdateSignerInput = z.input<typeof updateInput>;

@@ -7,6 +7,7 @@ import { Keypair, StrKey } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evmConfig, startTestService, type TestService } from '../support/service.js';
 import { createToken, SOFTHSM_MODULE, type Token } from '../support/softhsm.js';
+import { awsKms } from '../../src/signers/aws-kms/index.js';
 import { startAwsKmsStandin, type AwsKmsStandin } from '../support/standins/aws-kms.js';
 import { getTx, RECEIVER, RELAYER, rpc, sendOk, waitFor, waitStatus } from '../chains/evm/support.js';
 import { buildTx, party, SOL, transferSol } from '../chains/solana/support.js';
@@ -264,3 +265,117 @@ describe('a relayer on AWS KMS, while KMS is away and back', () => {
     expect((await (await svc.request('GET', '/api/v1/signers/kms-3')).json()).success).toBe(false);
   });
 });
+
+describe('Solana and Stellar relayers on an AWS KMS Ed25519 key, while KMS is away and back', () => {
+  let kms: AwsKmsStandin;
+  let svc: TestService;
+  let solana: Awaited<ReturnType<typeof startSolanaRpc>>;
+  let stellar: StellarRpcStub;
+  let user: Awaited<ReturnType<typeof party>>;
+  const dest = Keypair.random();
+  const saved: Record<string, string | undefined> = {};
+
+  beforeAll(async () => {
+    kms = await startAwsKmsStandin();
+    const { keyId } = kms.createKey('ECC_NIST_EDWARDS25519');
+    const env = { AWS_ENDPOINT_URL_KMS: kms.url, AWS_ACCESS_KEY_ID: kms.accessKeyId, AWS_SECRET_ACCESS_KEY: kms.secretAccessKey, AWS_REGION: kms.region };
+    for (const [k, v] of Object.entries(env)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+    const config = awsKms.config.parse({ region: kms.region, key_id: keyId });
+    const custody = await awsKms.open(config, { id: 'kms-ed', curve: 'ed25519', baseDir: process.cwd(), secret: () => '' });
+    const publicKey = await custody.publicKey(AbortSignal.timeout(5_000));
+    const solanaAddress = getAddressDecoder().decode(publicKey);
+    const stellarAddress = StrKey.encodeEd25519PublicKey(Buffer.from(publicKey));
+    user = await party();
+    solana = await startSolanaRpc({
+      airdrops: [
+        { address: solanaAddress, lamports: 10n * SOL },
+        { address: user.address, lamports: SOL },
+      ],
+      slotMs: 100,
+      blockhashLifetime: 60_000,
+      finalizedAfter: 6,
+    });
+    stellar = await startStellarRpc({
+      networkPassphrase: PASSPHRASE,
+      ledgerIntervalMs: 100,
+      accounts: [
+        { address: stellarAddress, balance: 1_000n * 10_000_000n, sequence: 50_000_000n << 32n },
+        { address: dest.publicKey(), balance: 10n * 10_000_000n, sequence: 9_000n },
+      ],
+    });
+    const relayer = (id: string, network: string, type: string) => ({
+      id,
+      name: id,
+      network,
+      network_type: type,
+      paused: false,
+      signer_id: 'kms-ed',
+      policies: {},
+    });
+    svc = await startTestService({
+      env: { SIGNER_TIMEOUT_MS: '2000' },
+      config: () => ({
+        relayers: [relayer('sol', 'solana-local', 'solana'), relayer('xlm', 'stellar-local', 'stellar')],
+        signers: [{ id: 'kms-ed', type: 'aws_kms', config: { region: kms.region, key_id: keyId } }],
+        notifications: [],
+        networks: [
+          { type: 'solana', network: 'solana-local', rpc_urls: [solana.url], average_blocktime_ms: 50, is_testnet: true },
+          { type: 'stellar', network: 'stellar-local', rpc_urls: [stellar.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
+        ],
+      }),
+    });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await solana?.stop();
+    await stellar?.stop();
+    await kms?.stop();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it('accepts sends while KMS is down, says why they wait, and relays them once it is back', async () => {
+    kms.setDown(true);
+    const blockhash = solana.svm.latestBlockhash() as Blockhash;
+    const wire = await buildTx((await relayerOf(svc, 'sol')).address, [transferSol(user.address, (await party()).address, SOL / 10n)], blockhash, [
+      user.keyPair,
+    ]);
+    const sol = await send(svc, 'sol', { transaction: wire });
+    expect(sol.status, JSON.stringify(sol.json)).toBe(200);
+    const xlm = await send(svc, 'xlm', {
+      network: 'stellar-local',
+      operations: [{ type: 'payment', destination: dest.publicKey(), amount: 5_000_000, asset: { type: 'native' } }],
+    });
+    expect(xlm.status, JSON.stringify(xlm.json)).toBe(200);
+    for (const [relayerId, id] of [
+      ['sol', sol.json.data.id],
+      ['xlm', xlm.json.data.id],
+    ] as const) {
+      const waiting = await until(
+        async () => (await (await svc.request('GET', `/api/v1/relayers/${relayerId}/transactions/${id}`)).json()).data,
+        (t) => /signer "kms-ed" \(aws_kms\)/.test(t.status_reason ?? ''),
+        20_000,
+      );
+      expect(waiting.status, relayerId).toBe('pending');
+      expect(waiting.status_reason).toMatch(/could not be signed: signer "kms-ed" \(aws_kms\)/);
+    }
+    kms.setDown(false);
+    for (const [relayerId, id] of [
+      ['sol', sol.json.data.id],
+      ['xlm', xlm.json.data.id],
+    ] as const) {
+      const done = await waitForStatus(svc, relayerId, id, ['confirmed', 'failed', 'expired'], 30_000);
+      expect(done.status, `${relayerId}: ${done.status_reason}`).toBe('confirmed');
+      expect(done.status_reason ?? null).toBeNull();
+    }
+  });
+});
+
+async function relayerOf(svc: TestService, id: string) {
+  return (await (await svc.request('GET', `/api/v1/relayers/${id}`)).json()).data;
+}

@@ -98,7 +98,7 @@ export type SolanaOutcome =
   | { submitted: 'expired' | 'rejected'; reason: string }
   | { verdict: SolanaVerdict }
   /** The effect failed (the network did not answer): nothing is known. */
-  | { error: string };
+  | { error: string; reason?: string };
 
 export interface SolanaDecision {
   tx: Transaction;
@@ -187,7 +187,8 @@ export function recordSolana(d: SolanaDecision, outcomes: SolanaOutcome[], now: 
   const { pace } = d;
   const [effect] = d.effects;
   const [o] = outcomes;
-  if ('error' in o) return later(d, effect.stage === 'send' && effect.again ? pace.pollMs : RETRY_MS);
+  // A custody's failure is told on the transaction; it keeps its place and is tried again.
+  if ('error' in o) return later(d, effect.stage === 'send' && effect.again ? pace.pollMs : RETRY_MS, o.reason ? { statusReason: o.reason } : {});
   const state = d.state!;
   if ('signed' in o && effect.stage === 'sign') {
     const resign = effect.point === 'resign';
@@ -204,7 +205,7 @@ export function recordSolana(d: SolanaDecision, outcomes: SolanaOutcome[], now: 
     const earlier = resign ? signingsOf(d.tx, state) : [];
     const next = stateAfterSigning(o.signing, effect.point, earlier);
     const patch: TransactionPatch = { hash: o.signing.signature, hashes: [...d.tx.hashes, o.signing.signature], chainState: asJson(next) };
-    return { ...later(d, 0, resign ? patch : { status: 'sent', ...patch }), refused: undefined, why: undefined };
+    return { ...later(d, 0, resign ? patch : { status: 'sent', statusReason: null, ...patch }), refused: undefined, why: undefined };
   }
   if ('submitted' in o) {
     if (effect.stage === 'send' && effect.again) return later(d, pace.pollMs);

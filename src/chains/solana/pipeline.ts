@@ -1,5 +1,6 @@
 // The Solana chain family: accepts shape B requests (a transaction whose fee payer is the
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
+import { CustodyError } from '../../signers/custody.js';
 import type { Network } from '../../core/networks.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
@@ -64,8 +65,10 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   };
 }
 
-function prepare(c: Ctx, req: SolanaTransactionRequest, resubmit = false): Promise<PreparedSolanaTx> {
-  return prepareSolanaTx(req, { signer: c.signer, rpc: c.rpc, policy: c.policy, resubmit });
+/** Prepares and signs the transaction; a dry run (`unsigned`) checks everything but asks the signer nothing. */
+function prepare(c: Ctx, req: SolanaTransactionRequest, resubmit = false, unsigned = false): Promise<PreparedSolanaTx> {
+  const signer = unsigned ? { ...c.signer, sign: async () => new Uint8Array(64) } : c.signer;
+  return prepareSolanaTx(req, { signer, rpc: c.rpc, policy: c.policy, resubmit });
 }
 
 /** What the chain says about every signing of the transaction (the height first, so "gone" holds on every fork). */
@@ -80,12 +83,12 @@ async function lookUp(c: Ctx, signings: SolanaSigning[]): Promise<SolanaVerdict>
 }
 
 /** Runs `fn` for each item at once; one that throws gives `{ error }` (logged), not the others' failure. */
-function each<T, R>(c: Ctx, items: T[], fn: (item: T) => Promise<R>): Promise<(R | { error: string })[]> {
+function each<T, R>(c: Ctx, items: T[], fn: (item: T) => Promise<R>): Promise<(R | { error: string; reason?: string })[]> {
   return Promise.all(
     items.map((item) =>
       fn(item).catch((err: Error) => {
         c.log.error({ err }, 'solana step effect failed; retrying later');
-        return { error: err.message };
+        return { error: err.message, reason: err instanceof CustodyError ? `could not be signed: ${err.message}` : undefined };
       }),
     ),
   );
@@ -133,7 +136,7 @@ export const solanaFamily: ChainFamily<'solana'> = {
     const c = contextOf(rt, relayer);
     try {
       // A dry run of what the pipeline will sign: fee payer, co-signatures, blockhash and policy.
-      await prepare(c, req);
+      await prepare(c, req, false, true);
     } catch (e) {
       if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.

@@ -10,13 +10,15 @@ import { jsonToScVal } from './scval.js';
 export interface StellarSignerLike {
   kind: 'stellar';
   address: string;
-  /** Ed25519 signature (64 bytes) over `data`. */
-  sign(data: Uint8Array): Promise<Uint8Array>;
+  /** Ed25519 signature (64 bytes) over `data`; null in a dry run (nothing is signed). */
+  sign(data: Uint8Array): Promise<Uint8Array | null>;
 }
 
 /** Adds the signer's signature over the transaction's hash (as `tx.sign(keypair)` would). */
 export async function signEnvelope(tx: Transaction | FeeBumpTransaction, signer: StellarSignerLike): Promise<string> {
-  const signature = Buffer.from(await signer.sign(tx.hash())).toString('base64');
+  const signed = await signer.sign(tx.hash());
+  if (!signed) return '';
+  const signature = Buffer.from(signed).toString('base64');
   tx.addSignature(signer.address, signature);
   return signature;
 }

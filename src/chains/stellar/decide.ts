@@ -166,7 +166,7 @@ export type StellarOutcome =
   | { reconciled: Reconciliation }
   | { submitted: Submitted }
   | { lowered: true }
-  | { error: string };
+  | { error: string; reason?: string };
 
 export interface StellarPace {
   /** How often a sent transaction is looked up: about one ledger. */
@@ -285,14 +285,21 @@ export function recordStellar(d: StellarDecision, outcomes: StellarOutcome[], no
   const [effect] = d.effects;
   const [o] = outcomes;
   const state = d.state!;
-  if ('error' in o) return later(d, RETRY_MS);
+  // A custody's failure is told on the transaction; it keeps its place and is tried again.
+  if ('error' in o) return later(d, RETRY_MS, o.reason ? { statusReason: o.reason } : {});
   if ('signed' in o && effect.stage === 'sign') {
     if (effect.move) {
       if (!o.signed) return end(d, { status: 'failed', statusReason: `could not be rebuilt with sequence number ${effect.move.target}: ${o.refused}` });
       return { ...next(d, { stage: 'read', take: effect.move }), moved: { ...o.state, signings: [...(state.signings ?? []), ...(o.state.signings ?? [])] } };
     }
     if (!o.signed) return end(d, { status: o.expired ? 'expired' : 'failed', statusReason: `could not be built: ${o.refused}` });
-    return later({ ...d, state: o.state }, 0, { status: 'sent', hash: o.state.hash, hashes: [...d.tx.hashes, o.state.hash], chainState: asJson(o.state) });
+    return later({ ...d, state: o.state }, 0, {
+      status: 'sent',
+      statusReason: null,
+      hash: o.state.hash,
+      hashes: [...d.tx.hashes, o.state.hash],
+      chainState: asJson(o.state),
+    });
   }
   if ('taken' in o && 'take' in effect) {
     // Another transaction took the number first: look again later.

@@ -1,5 +1,6 @@
 // The Stellar chain family: accepts shape C requests and works each transaction through
 // sign -> send -> track, with the relayer's sequence numbers allocated like EVM nonces.
+import { CustodyError } from '../../signers/custody.js';
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
 import type { Network } from '../../core/networks.js';
 import { signerKey } from '../../core/signers.js';
@@ -77,10 +78,12 @@ function contextOf(rt: Runtime, relayer: Relayer): Ctx {
 const storeRequest = (req: StellarTransactionRequest) => stringifyJson(req);
 const readRequest = (tx: Transaction) => parseStellarRequest(parseJson(tx.request as string));
 
-function build(c: Ctx, req: StellarTransactionRequest, validUntil: Date, sequence: bigint | undefined): Promise<BuiltStellarTx> {
+/** Builds and signs the transaction; a dry run (`unsigned`) checks everything but asks the signer nothing. */
+function build(c: Ctx, req: StellarTransactionRequest, validUntil: Date, sequence: bigint | undefined, unsigned = false): Promise<BuiltStellarTx> {
+  const source = unsigned ? { kind: 'stellar' as const, address: c.signer.address, sign: async () => null } : c.signer;
   return buildStellarTransaction(
     { ...req, valid_until: validUntil.toISOString() },
-    { source: c.signer, networkPassphrase: c.passphrase, rpc: c.rpc, policy: c.policy, sequence },
+    { source, networkPassphrase: c.passphrase, rpc: c.rpc, policy: c.policy, sequence },
   );
 }
 
@@ -240,12 +243,12 @@ async function perform(c: Ctx, e: StellarEffect, tx: Transaction, state: Stellar
 }
 
 /** Runs `fn` for each item at once; one that throws gives `{ error }` (logged), not the others' failure. */
-function each<T, R>(c: Ctx, items: T[], fn: (item: T) => Promise<R>): Promise<(R | { error: string })[]> {
+function each<T, R>(c: Ctx, items: T[], fn: (item: T) => Promise<R>): Promise<(R | { error: string; reason?: string })[]> {
   return Promise.all(
     items.map((item) =>
       fn(item).catch((err: Error) => {
         c.rt.log.error({ err, relayerId: c.relayer.id }, 'stellar step effect failed; retrying later');
-        return { error: err.message };
+        return { error: err.message, reason: err instanceof CustodyError ? `could not be signed: ${err.message}` : undefined };
       }),
     ),
   );
@@ -283,7 +286,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
       if (deadline.getTime() <= Date.now()) throw new StellarRequestError('valid_until: must be in the future', 'valid_until');
       // A dry run of what the pipeline will build: chain-level checks of the request, the fee
       // against max_fee and the policy, simulation of contract calls.
-      const built = await build(c, req, deadline, takesNonce ? (relayer.nextNonce ?? 1n) : undefined);
+      const built = await build(c, req, deadline, takesNonce ? (relayer.nextNonce ?? 1n) : undefined, true);
       const { inner } = innerOf(built.envelopeXdr, c.passphrase);
       return {
         data: { from: relayer.address, ...recipientOf(inner), validUntil: built.validUntil ? new Date(built.validUntil) : deadline },

@@ -342,7 +342,7 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
       await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'yubikey' }),
       400,
       'Bad Request',
-      /^type: signer type "yubikey" is not supported \(supported: local, plain, pkcs11, .*cdp\)/,
+      /^type: must be one of local, plain, pkcs11, .*cdp/,
     );
     await expectError(await svc.request('POST', '/api/v1/signers', { id: 's1', type: 'aws_kms' }), 400, 'Bad Request', /^config\.region: .*config\.key_id: /);
     await expectError(
