@@ -29,7 +29,11 @@ export function listen(databaseUrl: string, channel: string, onMessage: (payload
     client?.removeAllListeners('notification');
     void client?.end().catch(() => {});
     client = undefined;
-    if (!stopped && !retry) retry = setTimeout(() => ((retry = undefined), void connect(true)), 1_000);
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect(true);
+    }, 1_000);
   };
   const ready = connect(false);
   return {
