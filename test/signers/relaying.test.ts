@@ -32,6 +32,65 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30
   }
 }
 
+/** Points the AWS client at the stand-in; gives back what restores the environment. */
+function awsEnvOf(kms: AwsKmsStandin): () => void {
+  const env = { AWS_ENDPOINT_URL_KMS: kms.url, AWS_ACCESS_KEY_ID: kms.accessKeyId, AWS_SECRET_ACCESS_KEY: kms.secretAccessKey, AWS_REGION: kms.region };
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  return () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
+/**
+ * A Solana and a Stellar chain on which an Ed25519 key's accounts (and `user`'s, `dest`'s) are
+ * funded, and the config of relayers `sol` and `xlm` on `signer`.
+ */
+async function startEd25519Chains(publicKey: Uint8Array, user: Address, dest: string, blockhashLifetime: number) {
+  const solana = await startSolanaRpc({
+    airdrops: [
+      { address: getAddressDecoder().decode(publicKey), lamports: 10n * SOL },
+      { address: user, lamports: SOL },
+    ],
+    slotMs: 100,
+    blockhashLifetime,
+    finalizedAfter: 6,
+  });
+  const stellar = await startStellarRpc({
+    networkPassphrase: PASSPHRASE,
+    ledgerIntervalMs: 100,
+    accounts: [
+      { address: StrKey.encodeEd25519PublicKey(Buffer.from(publicKey)), balance: 1_000n * 10_000_000n, sequence: 50_000_000n << 32n },
+      { address: dest, balance: 10n * 10_000_000n, sequence: 9_000n },
+    ],
+  });
+  const relayer = (id: string, network: string, type: string, signerId: string) => ({
+    id,
+    name: id,
+    network,
+    network_type: type,
+    paused: false,
+    signer_id: signerId,
+    policies: {},
+  });
+  return {
+    solana,
+    stellar,
+    config: (signer: { id: string; type: string; config: object }) => ({
+      relayers: [relayer('sol', 'solana-local', 'solana', signer.id), relayer('xlm', 'stellar-local', 'stellar', signer.id)],
+      signers: [signer],
+      notifications: [],
+      networks: [
+        { type: 'solana', network: 'solana-local', rpc_urls: [solana.url], average_blocktime_ms: 50, is_testnet: true },
+        { type: 'stellar', network: 'stellar-local', rpc_urls: [stellar.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
+      ],
+    }),
+  };
+}
+
 describe('a relayer whose key is on a PKCS#11 token', () => {
   let token: Token;
   let svc: TestService;
@@ -109,47 +168,15 @@ describe("Solana and Stellar relayers on the token's Ed25519 key", () => {
     solanaAddress = getAddressDecoder().decode(key.publicKey) as Address;
     stellarAddress = StrKey.encodeEd25519PublicKey(Buffer.from(key.publicKey));
     user = await party();
-    solana = await startSolanaRpc({
-      airdrops: [
-        { address: solanaAddress, lamports: 10n * SOL },
-        { address: user.address, lamports: SOL },
-      ],
-      slotMs: 100,
-      blockhashLifetime: 3_000,
-      finalizedAfter: 6,
-    });
-    const accounts = [
-      { address: stellarAddress, balance: 1_000n * 10_000_000n, sequence: 50_000_000n << 32n },
-      { address: dest.publicKey(), balance: 10n * 10_000_000n, sequence: 9_000n },
-    ];
-    stellar = await startStellarRpc({ networkPassphrase: PASSPHRASE, ledgerIntervalMs: 100, accounts });
+    const chains = await startEd25519Chains(key.publicKey, user.address, dest.publicKey(), 3_000);
+    ({ solana, stellar } = chains);
     process.env.ED_PIN = token.pin;
-    const relayer = (id: string, network: string, type: string) => ({
-      id,
-      name: id,
-      network,
-      network_type: type,
-      paused: false,
-      signer_id: 'ed-hsm',
-      policies: {},
-    });
-    svc = await startTestService({
-      config: () => ({
-        relayers: [relayer('sol', 'solana-local', 'solana'), relayer('xlm', 'stellar-local', 'stellar')],
-        signers: [
-          {
-            id: 'ed-hsm',
-            type: 'pkcs11',
-            config: { module_path: SOFTHSM_MODULE, token_label: token.label, pin: { type: 'env', value: 'ED_PIN' }, key_label: 'ed-key' },
-          },
-        ],
-        notifications: [],
-        networks: [
-          { type: 'solana', network: 'solana-local', rpc_urls: [solana.url], average_blocktime_ms: 50, is_testnet: true },
-          { type: 'stellar', network: 'stellar-local', rpc_urls: [stellar.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
-        ],
-      }),
-    });
+    const signer = {
+      id: 'ed-hsm',
+      type: 'pkcs11',
+      config: { module_path: SOFTHSM_MODULE, token_label: token.label, pin: { type: 'env', value: 'ED_PIN' }, key_label: 'ed-key' },
+    };
+    svc = await startTestService({ config: () => chains.config(signer) });
   });
   afterAll(async () => {
     await svc?.stop();
@@ -186,16 +213,12 @@ describe("Solana and Stellar relayers on the token's Ed25519 key", () => {
 describe('a relayer on AWS KMS, while KMS is away and back', () => {
   let kms: AwsKmsStandin;
   let svc: TestService;
-  const saved: Record<string, string | undefined> = {};
+  let restoreEnv: (() => void) | undefined;
 
   beforeAll(async () => {
     kms = await startAwsKmsStandin();
     const { keyId } = kms.createKey('ECC_SECG_P256K1');
-    const env = { AWS_ENDPOINT_URL_KMS: kms.url, AWS_ACCESS_KEY_ID: kms.accessKeyId, AWS_SECRET_ACCESS_KEY: kms.secretAccessKey, AWS_REGION: kms.region };
-    for (const [k, v] of Object.entries(env)) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
+    restoreEnv = awsEnvOf(kms);
     kms.setDown(true);
     svc = await startTestService({
       anvil: true,
@@ -209,10 +232,7 @@ describe('a relayer on AWS KMS, while KMS is away and back', () => {
   afterAll(async () => {
     await svc?.stop();
     await kms?.stop();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv?.();
   });
 
   it('is disabled while KMS does not answer at start-up, and enabled with its address once it does', async () => {
@@ -273,59 +293,21 @@ describe('Solana and Stellar relayers on an AWS KMS Ed25519 key, while KMS is aw
   let stellar: StellarRpcStub;
   let user: Awaited<ReturnType<typeof party>>;
   const dest = Keypair.random();
-  const saved: Record<string, string | undefined> = {};
+  let restoreEnv: (() => void) | undefined;
 
   beforeAll(async () => {
     kms = await startAwsKmsStandin();
     const { keyId } = kms.createKey('ECC_NIST_EDWARDS25519');
-    const env = { AWS_ENDPOINT_URL_KMS: kms.url, AWS_ACCESS_KEY_ID: kms.accessKeyId, AWS_SECRET_ACCESS_KEY: kms.secretAccessKey, AWS_REGION: kms.region };
-    for (const [k, v] of Object.entries(env)) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
+    restoreEnv = awsEnvOf(kms);
     const config = awsKms.config.parse({ region: kms.region, key_id: keyId });
     const custody = await awsKms.open(config, { id: 'kms-ed', curve: 'ed25519', baseDir: process.cwd(), secret: () => '' });
     const publicKey = await custody.publicKey(AbortSignal.timeout(5_000));
-    const solanaAddress = getAddressDecoder().decode(publicKey);
-    const stellarAddress = StrKey.encodeEd25519PublicKey(Buffer.from(publicKey));
     user = await party();
-    solana = await startSolanaRpc({
-      airdrops: [
-        { address: solanaAddress, lamports: 10n * SOL },
-        { address: user.address, lamports: SOL },
-      ],
-      slotMs: 100,
-      blockhashLifetime: 60_000,
-      finalizedAfter: 6,
-    });
-    stellar = await startStellarRpc({
-      networkPassphrase: PASSPHRASE,
-      ledgerIntervalMs: 100,
-      accounts: [
-        { address: stellarAddress, balance: 1_000n * 10_000_000n, sequence: 50_000_000n << 32n },
-        { address: dest.publicKey(), balance: 10n * 10_000_000n, sequence: 9_000n },
-      ],
-    });
-    const relayer = (id: string, network: string, type: string) => ({
-      id,
-      name: id,
-      network,
-      network_type: type,
-      paused: false,
-      signer_id: 'kms-ed',
-      policies: {},
-    });
+    const chains = await startEd25519Chains(publicKey, user.address, dest.publicKey(), 60_000);
+    ({ solana, stellar } = chains);
     svc = await startTestService({
       env: { SIGNER_TIMEOUT_MS: '2000' },
-      config: () => ({
-        relayers: [relayer('sol', 'solana-local', 'solana'), relayer('xlm', 'stellar-local', 'stellar')],
-        signers: [{ id: 'kms-ed', type: 'aws_kms', config: { region: kms.region, key_id: keyId } }],
-        notifications: [],
-        networks: [
-          { type: 'solana', network: 'solana-local', rpc_urls: [solana.url], average_blocktime_ms: 50, is_testnet: true },
-          { type: 'stellar', network: 'stellar-local', rpc_urls: [stellar.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
-        ],
-      }),
+      config: () => chains.config({ id: 'kms-ed', type: 'aws_kms', config: { region: kms.region, key_id: keyId } }),
     });
   });
   afterAll(async () => {
@@ -333,10 +315,7 @@ describe('Solana and Stellar relayers on an AWS KMS Ed25519 key, while KMS is aw
     await solana?.stop();
     await stellar?.stop();
     await kms?.stop();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv?.();
   });
 
   it('accepts sends while KMS is down, says why they wait, and relays them once it is back', async () => {
