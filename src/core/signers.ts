@@ -321,27 +321,27 @@ export async function signerFor(rt: Runtime, id: string, networkType: string): P
 }
 
 async function load(rt: Runtime, id: string, kind: SignerKind): Promise<Signer> {
+  const fromCustody = async (type: string, config: unknown, baseDir: string) =>
+    custodySigner(await openCustody(rt, id, custodyOf(rt, type), config, curveOf(kind), baseDir), kind);
   const row = await rt.prisma.signer.findUnique({ where: { id } });
-  if (row && row.type !== 'local') {
-    if (!rt.env.signerStoreKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');
-    const { sealed } = row.keystore as unknown as StoredCustody;
-    const config = await unseal(sealed, rt.env.signerStoreKey);
-    return custodySigner(await openCustody(rt, id, custodyOf(rt, row.type), config, curveOf(kind), process.cwd()), kind);
-  }
-  let secret: Uint8Array;
   if (row) {
-    if (!rt.env.signerStoreKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');
-    secret = await decryptKeystore(row.keystore, rt.env.signerStoreKey).catch((e: Error) => {
-      throw new Error(`it cannot be decrypted with SIGNER_STORE_KEY (${e.message})`);
-    });
-  } else {
-    const entry = rt.config.signers.get(id);
-    if (!entry || (await tombstoned(rt, id))) throw invalid(`signer_id: unknown signer "${id}"`);
-    if (entry.type === 'custody') {
-      return custodySigner(await openCustody(rt, id, custodyOf(rt, entry.custody), entry.config, curveOf(kind), entry.baseDir), kind);
-    }
-    secret = await readKeystoreFile(entry.keystorePath, entry.passphrase);
+    const storeKey = rt.env.signerStoreKey;
+    if (!storeKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');
+    const decrypted = <T>(p: Promise<T>) =>
+      p.catch((e: Error) => {
+        throw new Error(`it cannot be decrypted with SIGNER_STORE_KEY (${e.message})`);
+      });
+    if (row.type !== 'local') return fromCustody(row.type, await decrypted(unseal((row.keystore as unknown as StoredCustody).sealed, storeKey)), process.cwd());
+    return localSigner(await decrypted(decryptKeystore(row.keystore, storeKey)), kind);
   }
+  const entry = rt.config.signers.get(id);
+  if (!entry || (await tombstoned(rt, id))) throw invalid(`signer_id: unknown signer "${id}"`);
+  if (entry.type === 'custody') return fromCustody(entry.custody, entry.config, entry.baseDir);
+  return localSigner(await readKeystoreFile(entry.keystorePath, entry.passphrase), kind);
+}
+
+/** A local signer of `secret`, which is wiped once the signer holds its key. */
+function localSigner(secret: Uint8Array, kind: SignerKind): Signer {
   try {
     return createLocalSigner(secret, kind);
   } finally {
