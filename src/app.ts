@@ -7,10 +7,12 @@ import { graphqlPost, type ServerContext } from './api/graphql/post.js';
 import { maskError } from './api/graphql/app-error.js';
 import { GRAPHIQL_CSP, graphiql } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
-import { callerKey, rateLimitPlugin } from './api/graphql/rate-limit.js';
+import { rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
 import { buildSchema } from './api/graphql/schema.js';
 import { authenticator } from './api/auth.js';
+import { allowOrigin, preflight } from './api/cors.js';
+import { ANONYMOUS, type Caller } from './core/access/keys.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
 import type { Runtime } from './core/runtime.js';
@@ -54,12 +56,18 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
   const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
   const rest = createRestHandler(run, rt, schema);
   const graphql = graphqlPost(yoga, run, rt);
-  const authenticate = authenticator(apiKey);
-  // Only the API key authenticates, so every authenticated request is the same caller.
-  const apiCaller = callerKey(apiKey);
+  const authenticate = authenticator(rt, apiKey);
+  // Refusals before any operation runs: the envelope on REST, a GraphQL error with the code on /graphql.
+  const refuse = (isRest: boolean, code: 'UNAUTHORIZED' | 'FORBIDDEN', detail?: string) =>
+    isRest
+      ? code === 'UNAUTHORIZED'
+        ? rest.unauthorized()
+        : rest.forbidden(detail ?? '')
+      : Response.json({ errors: [{ message: httpOf[code].message, extensions: { code, ...(detail ? { detail } : {}) } }] }, { status: httpOf[code].status });
 
-  async function handle(request: Request, requestId: string, labels: HttpLabels): Promise<Response> {
+  async function handle(request: Request, requestId: string, labels: HttpLabels, who: { caller?: Caller }): Promise<Response> {
     const { pathname } = new URL(request.url);
+    if (request.method === 'OPTIONS' && request.headers.has('access-control-request-method')) return preflight(request);
     if (/^(\/api)?\/v1\/health\/?$/.test(pathname)) {
       labels.endpoint = pathname.startsWith('/api') ? '/api/v1/health' : '/v1/health';
       return new Response('OK', { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
@@ -74,13 +82,12 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     if (isGraphQL) labels.endpoint = '/graphql';
     // The GraphiQL page holds no data; the operations it sends carry the token like any other.
     const wantsGraphiQL = isGraphQL && request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
-    const token = authenticate(request.headers.get('authorization'));
-    if (!token && !wantsGraphiQL && !(isRest && rest.isPublic(request))) {
-      return isRest
-        ? rest.unauthorized()
-        : Response.json({ errors: [{ message: 'Unauthorized', extensions: { code: 'UNAUTHORIZED' } }] }, { status: httpOf.UNAUTHORIZED.status });
-    }
-    const caller = token ? apiCaller : 'anonymous';
+    const found = await authenticate(request.headers.get('authorization'));
+    if (!found && !wantsGraphiQL && !(isRest && rest.isPublic(request))) return refuse(isRest, 'UNAUTHORIZED');
+    const caller = (who.caller = found ?? ANONYMOUS);
+    // A browser calling from an origin its key does not allow is refused before anything runs.
+    const origin = request.headers.get('origin');
+    if (origin && found && !allowOrigin(found, origin)) return refuse(isRest, 'FORBIDDEN', `origin ${origin} is not allowed for this API key`);
     if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
     if (!wantsGraphiQL && !opts.yogaOnly) return graphql.handle(request, { requestId, caller, labels });
     const response = await yoga.handleRequest(request, { requestId, caller, labels });
@@ -96,17 +103,24 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
       const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
       let response: Response;
       const labels: HttpLabels = { endpoint: 'unmatched', operation: '' };
+      const who: { caller?: Caller } = {};
       try {
-        response = await handle(request, requestId, labels);
+        response = await handle(request, requestId, labels, who);
       } catch (err) {
         rt.log.error({ err, requestId }, 'request failed');
         response = rest.internalError();
       }
       response.headers.set('x-request-id', requestId);
+      const origin = request.headers.get('origin');
+      if (origin && who.caller && allowOrigin(who.caller, origin)) {
+        response.headers.set('access-control-allow-origin', origin);
+        response.headers.set('access-control-expose-headers', 'x-request-id, retry-after');
+        response.headers.append('vary', 'Origin');
+      }
       const { pathname } = new URL(request.url);
       const ms = performance.now() - started;
       rt.metrics.request(request.method, labels, response.status, ms / 1000);
-      rt.log.info({ requestId, method: request.method, path: pathname, status: response.status, ms: Math.round(ms) }, 'request');
+      rt.log.info({ requestId, key: who.caller?.id, method: request.method, path: pathname, status: response.status, ms: Math.round(ms) }, 'request');
       return response;
     },
   };

@@ -6,7 +6,7 @@ import type { Runtime } from './runtime.js';
 
 export const CHANNEL = 'relayer_changes';
 
-export type Change = { kind: 'signer' | 'network' | 'relayer'; id: string };
+export type Change = { kind: 'signer' | 'network' | 'relayer' | 'api_key'; id: string };
 
 /** Tells every instance on the database, this one included, that `change` was written. */
 export async function announce(rt: Runtime, change: Change): Promise<void> {

@@ -9,7 +9,9 @@ export type ErrorKind =
   /** The request clashes with what exists (an id taken, an idempotency key reused, a busy row). */
   | 'conflict'
   /** Something the request needs cannot be reached right now (a chain's RPC); trying again may work. */
-  | 'unavailable';
+  | 'unavailable'
+  /** The caller's API key lacks the permission the request needs. */
+  | 'forbidden';
 
 export class DomainError extends Error {
   constructor(
@@ -28,6 +30,7 @@ export const invalid = (reason: string) => new DomainError('invalid', reason);
 export const unavailable = (reason: string) => new DomainError('unavailable', reason);
 export const notFound = (message: string) => new DomainError('not-found', message);
 export const conflict = (message: string, detail?: string) => new DomainError('conflict', message, detail);
+export const forbidden = (reason: string) => new DomainError('forbidden', reason);
 
 // The spec's not-found messages (section 7).
 export const relayerNotFound = (id: string) => notFound(`Relayer with ID ${id} not found`);

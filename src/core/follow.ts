@@ -2,6 +2,7 @@ import { CHANNEL, type Change } from './changes.js';
 import { applyNetworkOverrides } from './networks.js';
 import type { Runtime } from './runtime.js';
 import { forgetSigner } from './signers.js';
+import { forgetApiKeys } from './access/keys.js';
 
 /** Follows the others' changes (PostgreSQL only: the embedded database has one instance). */
 export function followChanges(rt: Runtime) {
@@ -17,10 +18,12 @@ async function apply(rt: Runtime, payload: string) {
     // Reconnected: notices may have been missed; take again what cannot have changed unseen otherwise.
     await applyNetworkOverrides(rt);
     rt.held.relayerSnapshots.clear();
+    forgetApiKeys(rt);
     return;
   }
   const change = JSON.parse(payload) as Change;
   if (change.kind === 'signer') forgetSigner(rt, change.id);
   else if (change.kind === 'network') await applyNetworkOverrides(rt, change.id);
+  else if (change.kind === 'api_key') forgetApiKeys(rt);
   else rt.held.relayerSnapshots.delete(change.id);
 }

@@ -46,13 +46,18 @@ export interface NetworkView extends Network {
 
 const view = (n: Network): NetworkView => ({ ...n, id: networkKey(n.type, n.name) });
 
-export function listNetworks(rt: Runtime, page?: number | null, perPage?: number | null) {
+/** A page of networks; `shows` narrows them to those the caller may read. */
+export function listNetworks(rt: Runtime, page?: number | null, perPage?: number | null, shows: (id: string) => boolean = () => true) {
   const p = toPage(page, perPage);
-  const all = () => [...rt.config.networks.values()].map(view).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const all = () =>
+    [...rt.config.networks.values()]
+      .map(view)
+      .filter((n) => shows(n.id))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return paged(
     p,
     async () => all().slice(p.skip, p.skip + p.perPage),
-    async () => rt.config.networks.size,
+    async () => all().length,
   );
 }
 

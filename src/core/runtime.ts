@@ -6,6 +6,7 @@ import type { Readiness } from './health.js';
 import type { IntakeQueue } from './transactions/intake.js';
 import type { Relayer } from '../generated/prisma/client.js';
 import { ExpiringMap } from '../lib/expiring.js';
+import { type Caller, TRUST_MS } from './access/keys.js';
 import type { SignerRegistry } from './signers.js';
 import type { Custodies } from '../signers/custody.js';
 import type { Database, Db } from '../db/client.js';
@@ -84,6 +85,8 @@ export interface Held {
   webhookTargets: { seen: boolean };
   /** Per relayer: a promise that settles once every step begun so far has ended its turn (step-runner.ts). */
   stepTurns: Map<string, Promise<void>>;
+  /** Stored API keys by digest as last read, null for none (access/keys.ts). */
+  apiKeys: ExpiringMap<string, Promise<Caller | null>>;
 }
 
 export function createHeld(): Held {
@@ -94,6 +97,7 @@ export function createHeld(): Held {
     readiness: { at: 0, verdict: undefined },
     webhookTargets: { seen: false },
     stepTurns: new Map(),
+    apiKeys: new ExpiringMap(TRUST_MS),
   };
 }
 

@@ -109,7 +109,8 @@ export async function getSigner(rt: Runtime, id: string): Promise<SignerView> {
   return found;
 }
 
-export async function listSigners(rt: Runtime, page?: number | null, perPage?: number | null) {
+/** A page of signers; `shows` narrows them to those the caller may read. */
+export async function listSigners(rt: Runtime, page?: number | null, perPage?: number | null, shows: (id: string) => boolean = () => true) {
   const p = toPage(page, perPage);
   const all = async () => {
     const [rows, stones] = await Promise.all([
@@ -119,9 +120,9 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
     const api = new Set(rows.map((r) => r.id));
     const gone = new Set(stones.map((s) => s.id));
     const fromFile = [...rt.config.signers.keys()].filter((id) => !api.has(id) && !gone.has(id));
-    return [...rows.map((r) => viewOf(r.id, r.type, r.keystore, 'api')), ...fromFile.map((id) => fileView(rt, id)!)].sort((a, b) =>
-      a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
-    );
+    return [...rows.map((r) => viewOf(r.id, r.type, r.keystore, 'api')), ...fromFile.map((id) => fileView(rt, id)!)]
+      .filter((v) => shows(v.id))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   };
   return paged(
     p,

@@ -82,6 +82,7 @@ describe('domain errors', () => {
     expect(Object.fromEntries(Object.entries(httpOf).map(([k, v]) => [k, v.status]))).toEqual({
       BAD_REQUEST: 400,
       UNAUTHORIZED: 401,
+      FORBIDDEN: 403,
       NOT_FOUND: 404,
       CONFLICT: 409,
       RATE_LIMITED: 429,

@@ -57,8 +57,8 @@ export interface TestService extends Service {
   request(method: string, urlPath: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
   /** A GraphQL operation; returns the parsed JSON response. */
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: any[] }>;
-  /** Stops this service (not its chain, folder or database) and starts a new one on the same state. */
-  restart(env?: Record<string, string>): Promise<TestService>;
+  /** Stops this service (not its chain, folder or database) and starts a new one on the same state (`workers` as given, else as before). */
+  restart(env?: Record<string, string>, workers?: boolean): Promise<TestService>;
 }
 
 /**
@@ -122,10 +122,10 @@ export async function startTestService(
         const res = await request('POST', '/graphql', { query, variables });
         return res.json();
       },
-      async restart(overrides = {}) {
+      async restart(overrides = {}, workers = opts.workers) {
         await service.stop();
         const next = parseEnv({ ...envVars, ...overrides });
-        return wrap(await startService(next, { log: createLogger(next.logLevel), workers: opts.workers }));
+        return wrap(await startService(next, { log: createLogger(next.logLevel), workers }));
       },
       async stop() {
         await service.stop();

@@ -4,7 +4,7 @@ import { CustodyError } from '../../signers/custody.js';
 import type { Logger } from '../../lib/log.js';
 
 /** The codes of typed errors (extensions.code); src/api/rest/status.ts gives each its HTTP status. */
-export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
+export type ErrorCode = 'BAD_REQUEST' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED' | 'INTERNAL';
 
 /** Codes that set the HTTP status of a /graphql response too (other errors are ordinary GraphQL errors there). */
 const HTTP_CODES: readonly ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED'];
@@ -38,6 +38,7 @@ const CODE_OF: Record<ErrorKind, { code: ErrorCode; headline?: string }> = {
   unavailable: { code: 'BAD_REQUEST', headline: 'Bad Request' },
   'not-found': { code: 'NOT_FOUND' },
   conflict: { code: 'CONFLICT' },
+  forbidden: { code: 'FORBIDDEN', headline: 'Forbidden' },
 };
 
 export function fromDomainError(e: DomainError): AppError {

@@ -2,6 +2,7 @@ import SchemaBuilder, { type ObjectParam } from '@pothos/core';
 import { collectSubFields } from '@graphql-tools/utils';
 import { type FieldNode, getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
 import DirectivesPlugin from '@pothos/plugin-directives';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../../generated/pothos-types.js';
 import { getDatamodel } from '../../generated/pothos-types.js';
@@ -10,6 +11,7 @@ import type { FamilySpecs } from '../../core/registry.js';
 import type { GraphQLFields } from './fields.js';
 import type { PageAsk, Paged, Pagination } from '../../core/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
+import { scopeAuth, type Scopes } from './access.js';
 
 /** A new schema builder with the scalars and root types; each schema has its own (src/api/graphql/schema.ts). */
 export function createBuilder() {
@@ -26,8 +28,11 @@ export function createBuilder() {
     Directives: {
       rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit: number; duration: number } };
     };
+    AuthScopes: Scopes;
   }>({
-    plugins: [PrismaPlugin, DirectivesPlugin],
+    // Scope auth first, so its checks run before any other plugin's resolver wrapping.
+    plugins: [ScopeAuthPlugin, PrismaPlugin, DirectivesPlugin],
+    scopeAuth,
     defaultFieldNullability: false,
     directives: { useGraphQLToolsUnorderedDirectives: true },
     prisma: {

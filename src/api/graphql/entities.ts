@@ -7,6 +7,7 @@ import { cancelPendingTransactions, type CancelPendingResult } from '../../core/
 import { getTransactionByNonce } from '../../core/transactions/service.js';
 import type { SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
+import { listTest, needs, needsSome, OPEN } from './access.js';
 
 /** Readiness, relayer management, signers and networks. */
 export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { NetworkTypeEnum, RpcConfigInput }: ReturnType<typeof relayerTypes>) {
@@ -19,6 +20,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
       type: 'JSON',
       description:
         'Database, Redis (when configured) and the RPC of each network in use; cached a few seconds. `ready` false names the failing component in `reason`.',
+      authScopes: OPEN,
       resolve: (_, __, ctx) => readiness(ctx.rt),
     }),
   );
@@ -76,16 +78,19 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
     relayerStatus: t.field({
       type: RelayerStatusRef,
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.id), 'read'),
       resolve: (_, a, ctx) => relayerStatus(ctx.rt, String(a.id)),
     }),
     relayerBalance: t.field({
       type: RelayerBalanceRef,
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.id), 'read'),
       resolve: (_, a, ctx) => relayerBalance(ctx.rt, String(a.id)),
     }),
     transactionByNonce: t.prismaField({
       type: 'Transaction',
       args: { relayerId: t.arg.id({ required: true }), nonce: t.arg({ type: 'Long', required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'read'),
       resolve: (_q, _, a, ctx) => getTransactionByNonce(ctx.rt, String(a.relayerId), a.nonce),
     }),
   }));
@@ -94,11 +99,14 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
     createRelayer: t.prismaField({
       type: 'Relayer',
       args: { input: t.arg({ type: CreateRelayerInput, required: true }) },
+      // Without an id (a UUID is made) it needs the permission on all relayers.
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', a.input.id ?? '*', 'manage'),
       resolve: (_q, _, a, ctx) => createRelayer(ctx.rt, a.input as never),
     }),
     deleteRelayer: t.boolean({
       description: 'Refused while the relayer has transactions in flight; a relayer of the config file stays deleted after a restart.',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.id), 'manage'),
       resolve: async (_, a, ctx) => {
         await deleteRelayer(ctx.rt, String(a.id));
         return true;
@@ -109,6 +117,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
       directives: RATE_LIMITED,
       description: 'Cancels every transaction of the relayer not final yet, each as cancelTransaction does.',
       args: { relayerId: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => cancelPendingTransactions(ctx.rt, String(a.relayerId)),
     }),
   }));
@@ -116,6 +125,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   // --- signers ---
 
   const SignerRef = builder.objectRef<SignerView>('Signer').implement({
+    authScopes: (s, ctx) => needs(ctx, 'signer', s.id, 'read'),
     description: 'A signer; its key material and secrets are never returned.',
     fields: (t) => ({
       id: t.exposeID('id'),
@@ -144,25 +154,38 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   });
 
   builder.queryFields((t) => ({
-    signers: t.field({ type: SignerPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listSigners(ctx.rt, a.page, a.perPage) }),
-    signer: t.field({ type: SignerRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getSigner(ctx.rt, String(a.id)) }),
+    signers: t.field({
+      type: SignerPage,
+      args: { ...pageArgs },
+      authScopes: (_, __, ctx) => needsSome(ctx, 'signer'),
+      resolve: (_, a, ctx) => listSigners(ctx.rt, a.page, a.perPage, listTest(ctx.caller, 'signer')),
+    }),
+    signer: t.field({
+      type: SignerRef,
+      args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'signer', String(a.id), 'read'),
+      resolve: (_, a, ctx) => getSigner(ctx.rt, String(a.id)),
+    }),
   }));
 
   builder.mutationFields((t) => ({
     createSigner: t.field({
       type: SignerRef,
       args: { input: t.arg({ type: CreateSignerInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'signer', a.input.id ?? '*', 'manage'),
       resolve: (_, a, ctx) => createSigner(ctx.rt, a.input as never),
     }),
     updateSigner: t.field({
       type: SignerRef,
       description: 'Replaces the key of a signer no relayer uses.',
       args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateSignerInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'signer', String(a.id), 'manage'),
       resolve: (_, a, ctx) => updateSigner(ctx.rt, String(a.id), a.input as never),
     }),
     deleteSigner: t.boolean({
       description: 'Refused while a relayer uses the signer.',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'signer', String(a.id), 'manage'),
       resolve: async (_, a, ctx) => {
         await deleteSigner(ctx.rt, String(a.id));
         return true;
@@ -180,6 +203,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   });
 
   const NetworkRef = builder.objectRef<NetworkView>('Network').implement({
+    authScopes: (n, ctx) => needs(ctx, 'network', n.id, 'read'),
     fields: (t) => ({
       id: t.exposeID('id', { description: '"type:name".' }),
       name: t.exposeString('name'),
@@ -203,8 +227,18 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   });
 
   builder.queryFields((t) => ({
-    networks: t.field({ type: NetworkPage, args: { ...pageArgs }, resolve: (_, a, ctx) => listNetworks(ctx.rt, a.page, a.perPage) }),
-    network: t.field({ type: NetworkRef, args: { id: t.arg.id({ required: true }) }, resolve: (_, a, ctx) => getNetwork(ctx.rt, String(a.id)) }),
+    networks: t.field({
+      type: NetworkPage,
+      args: { ...pageArgs },
+      authScopes: (_, __, ctx) => needsSome(ctx, 'network'),
+      resolve: (_, a, ctx) => listNetworks(ctx.rt, a.page, a.perPage, listTest(ctx.caller, 'network')),
+    }),
+    network: t.field({
+      type: NetworkRef,
+      args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'network', String(a.id), 'read'),
+      resolve: (_, a, ctx) => getNetwork(ctx.rt, String(a.id)),
+    }),
   }));
 
   builder.mutationField('updateNetwork', (t) =>
@@ -212,6 +246,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
       type: NetworkRef,
       description: "Changes a network's RPC URLs; kept in the database and applied over the config file's at every start.",
       args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNetworkInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'network', String(a.id), 'manage'),
       resolve: (_, a, ctx) => updateNetwork(ctx.rt, String(a.id), a.input),
     }),
   );

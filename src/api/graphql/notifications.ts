@@ -9,6 +9,7 @@ import {
   updateNotification,
 } from '../../core/notifications/service.js';
 import type { SchemaParts } from './builder.js';
+import { listWhere, needs, needsSome } from './access.js';
 
 /** Notifications (webhook targets) and their deliveries. */
 export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
@@ -22,6 +23,7 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   });
 
   const Delivery = builder.prismaObject('Delivery', {
+    authScopes: (d, ctx) => needs(ctx, 'notification', d.notificationId, 'read'),
     description: 'One webhook event for one notification, and how sending it went.',
     fields: (t) => ({
       id: t.exposeID('id', { description: 'Also the event id in the body.' }),
@@ -43,6 +45,7 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   const DeliveryPage = pageOf('DeliveryPage', Delivery);
 
   const Notification = builder.prismaObject('Notification', {
+    authScopes: (n, ctx) => needs(ctx, 'notification', n.id, 'read'),
     fields: (t) => ({
       id: t.exposeID('id'),
       type: t.field({ type: NotificationTypeEnum, resolve: (n) => n.type }),
@@ -66,16 +69,19 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
     notifications: t.field({
       type: NotificationPage,
       args: { ...pageArgs },
-      resolve: (_, a, ctx) => listNotifications(ctx.rt, a.page, a.perPage),
+      authScopes: (_, __, ctx) => needsSome(ctx, 'notification'),
+      resolve: (_, a, ctx) => listNotifications(ctx.rt, a.page, a.perPage, listWhere(ctx.caller, 'notification')),
     }),
     notification: t.prismaField({
       type: 'Notification',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'notification', String(a.id), 'read'),
       resolve: (_q, _, a, ctx) => getNotification(ctx.rt, String(a.id)),
     }),
     delivery: t.prismaField({
       type: 'Delivery',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: async (_, a, ctx) => ctx.caller.admin || needs(ctx, 'notification', (await getDelivery(ctx.rt, String(a.id))).notificationId, 'read'),
       resolve: (_q, _, a, ctx) => getDelivery(ctx.rt, String(a.id)),
     }),
   }));
@@ -101,22 +107,27 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
     createNotification: t.prismaField({
       type: 'Notification',
       args: { input: t.arg({ type: CreateNotificationInput, required: true }) },
+      // A new notification without an id (a UUID is made) needs the permission on all of them.
+      authScopes: (_, a, ctx) => needs(ctx, 'notification', a.input.id ?? '*', 'manage'),
       resolve: (_q, _, a, ctx) => createNotification(ctx.rt, a.input),
     }),
     updateNotification: t.prismaField({
       type: 'Notification',
       args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateNotificationInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'notification', String(a.id), 'manage'),
       resolve: (_q, _, a, ctx) => updateNotification(ctx.rt, String(a.id), a.input),
     }),
     deleteNotification: t.prismaField({
       type: 'Notification',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'notification', String(a.id), 'manage'),
       resolve: (_q, _, a, ctx) => deleteNotification(ctx.rt, String(a.id)),
     }),
     redeliver: t.prismaField({
       type: 'Delivery',
       description: 'Sends a failed or delivered event again (same body and event id); refused while it is pending.',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: async (_, a, ctx) => ctx.caller.admin || needs(ctx, 'notification', (await getDelivery(ctx.rt, String(a.id))).notificationId, 'execute'),
       resolve: (_q, _, a, ctx) => redeliver(ctx.rt, String(a.id)),
     }),
   }));

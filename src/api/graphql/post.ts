@@ -1,4 +1,5 @@
 import { Request, Response } from '@whatwg-node/fetch';
+import type { Caller } from '../../core/access/keys.js';
 import { type DocumentNode, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import { type Context, requestContext } from './context.js';
@@ -25,7 +26,7 @@ type Parsed = { document: DocumentNode } | { yoga: true };
 
 export interface ServerContext {
   requestId: string;
-  caller: string;
+  caller: Caller;
   labels: HttpLabels;
 }
 

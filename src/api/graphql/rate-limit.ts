@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { collectFields, getDirective } from '@graphql-tools/utils';
 import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
 import { rateLimitDirective } from 'graphql-rate-limit-directive';
@@ -13,8 +12,6 @@ import { AppError, rateLimited } from './app-error.js';
  */
 export const RATE_LIMITED = { rateLimit: { limit: 1, duration: 1 } } as const;
 
-export const callerKey = (token: string) => createHash('sha256').update(token).digest('base64url').slice(0, 22);
-
 export function rateLimitTransformer() {
   // The directive only marks the fields and wraps their resolvers: the token is taken from the
   // request's own runtime (ctx.rt.rateLimit) in the points calculator, so one schema serves every
@@ -25,7 +22,7 @@ export function rateLimitTransformer() {
   return rateLimitDirective<Context>({
     pointsCalculator: async (_args, _source, _fieldArgs, ctx, info) => {
       if (!info.path.prev) return 0;
-      const wait = await ctx.rt.rateLimit.take(ctx.caller);
+      const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
       if (wait > 0) throw rateLimited(wait / 1000);
       return 0;
     },
@@ -85,7 +82,7 @@ export async function takeTokens(ctx: Context, count: number, status: number): P
     Object.assign(error.extensions, { http: { status: 400 } });
     return error;
   }
-  const wait = await ctx.rt.rateLimit.take(ctx.caller, count);
+  const wait = await ctx.rt.rateLimit.take(ctx.caller.budget, count);
   if (wait <= 0) return null;
   // Ends before error masking, which sets the HTTP status of the other errors.
   const error = rateLimited(wait / 1000);

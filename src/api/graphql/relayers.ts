@@ -1,6 +1,7 @@
 import { RATE_LIMITED } from './rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from '../../core/relayers/service.js';
 import type { SchemaParts } from './builder.js';
+import { listWhere, needs, needsSome } from './access.js';
 
 /** Relayers: the NetworkType enum (the families offered), the Relayer type, its queries and update. */
 export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: SchemaParts) {
@@ -19,6 +20,7 @@ export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: 
   });
 
   const Relayer = builder.prismaObject('Relayer', {
+    authScopes: (r, ctx) => needs(ctx, 'relayer', r.id, 'read'),
     fields: (t) => ({
       id: t.exposeID('id'),
       name: t.exposeString('name'),
@@ -56,11 +58,13 @@ export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: 
     relayers: t.field({
       type: RelayerPage,
       args: { ...pageArgs },
-      resolve: (_, a, ctx) => listRelayers(ctx.rt, a.page, a.perPage),
+      authScopes: (_, __, ctx) => needsSome(ctx, 'relayer'),
+      resolve: (_, a, ctx) => listRelayers(ctx.rt, a.page, a.perPage, listWhere(ctx.caller, 'relayer')),
     }),
     relayer: t.prismaField({
       type: 'Relayer',
       args: { id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.id), 'read'),
       resolve: (_q, _, a, ctx) => getRelayer(ctx.rt, String(a.id)),
     }),
   }));
@@ -80,6 +84,7 @@ export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: 
       type: 'Relayer',
       directives: RATE_LIMITED,
       args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateRelayerInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.id), 'manage'),
       resolve: (_q, _, a, ctx) => updateRelayer(ctx.rt, String(a.id), a.input as never),
     }),
   }));

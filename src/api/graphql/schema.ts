@@ -1,5 +1,7 @@
 import type { GraphQLSchema } from 'graphql';
 import type { FamilySpecs } from '../../core/registry.js';
+import { checkEveryRootField } from './access.js';
+import { apiKeyTypes } from './api-keys.js';
 import { createBuilder, paging } from './builder.js';
 import { directTypes } from './sign-and-forward.js';
 import { entityTypes } from './entities.js';
@@ -9,7 +11,10 @@ import { rateLimitTransformer } from './rate-limit.js';
 import { relayerTypes } from './relayers.js';
 import { transactionTypes } from './transactions.js';
 
-/** The executable schema for the chain families offered: Pothos types with the rate-limit directive applied last. */
+/**
+ * The executable schema for the chain families offered: Pothos types, each root field saying what
+ * permission it needs, with the rate-limit directive applied last.
+ */
 export function buildSchema(families: FamilySpecs): GraphQLSchema {
   const builder = createBuilder();
   const parts = { builder, families, ...paging(builder), ...graphqlFields(builder) };
@@ -18,5 +23,8 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   notificationTypes(parts);
   directTypes(parts);
   entityTypes(parts, relayers);
-  return rateLimitTransformer().rateLimitDirectiveTransformer(builder.toSchema({ sortSchema: true }));
+  apiKeyTypes(parts);
+  const schema = builder.toSchema({ sortSchema: true });
+  checkEveryRootField(schema);
+  return rateLimitTransformer().rateLimitDirectiveTransformer(schema);
 }

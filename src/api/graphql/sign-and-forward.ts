@@ -8,6 +8,7 @@ import {
   type SignedTransaction,
 } from '../../core/relayers/sign-and-forward.js';
 import type { SchemaParts } from './builder.js';
+import { needs } from './access.js';
 
 /** Signing without sending, and the JSON-RPC passthrough. */
 export function directTypes({ builder }: SchemaParts) {
@@ -72,6 +73,7 @@ export function directTypes({ builder }: SchemaParts) {
         'Signs a message as the relayer, sending nothing: EVM EIP-191 (personal_sign), Solana ed25519 over the message bytes, Stellar SEP-53. Refused while the relayer is paused or disabled.',
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), input: t.arg({ type: SignMessageInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => signMessage(ctx.rt, String(a.relayerId), a.input.message),
     }),
     signTypedData: t.field({
@@ -79,6 +81,7 @@ export function directTypes({ builder }: SchemaParts) {
       description: 'Signs an EIP-712 digest, keccak256(0x1901 ‖ domainSeparator ‖ hashStruct), as an EVM relayer, sending nothing.',
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), input: t.arg({ type: SignTypedDataInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => signTypedData(ctx.rt, String(a.relayerId), a.input),
     }),
     signTransaction: t.field({
@@ -86,6 +89,7 @@ export function directTypes({ builder }: SchemaParts) {
       description: 'Adds the relayer signature to a Solana or Stellar transaction and returns it without submitting it.',
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), input: t.arg({ type: SignTransactionInput, required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => signTransaction(ctx.rt, String(a.relayerId), a.input),
     }),
     relayerRpc: t.field({
@@ -94,6 +98,7 @@ export function directTypes({ builder }: SchemaParts) {
         "Forwards a JSON-RPC 2.0 request (an object) or batch (an array) to the relayer's RPC URLs with failover, and returns the JSON-RPC answer. Methods that would sign, spend or use keys on the node, or administer it, are answered with a JSON-RPC error (-32601).",
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => relayerRpc(ctx.rt, String(a.relayerId), a.request),
     }),
   }));

@@ -1,5 +1,5 @@
 import { RATE_LIMITED } from './rate-limit.js';
-import { invalid } from '../../core/domain-error.js';
+import { forbidden, invalid } from '../../core/domain-error.js';
 import { listenNow } from '../../core/notifications/live.js';
 import { getRelayer } from '../../core/relayers/service.js';
 import { publicState } from '../../core/transactions/record.js';
@@ -7,6 +7,8 @@ import { cancelTransaction, replaceTransaction } from '../../core/transactions/c
 import { getTransaction, listTransactions, sendTransaction } from '../../core/transactions/service.js';
 import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
+import { needs, needsSome, whileValid } from './access.js';
+import { allows } from '../../core/access/permissions.js';
 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
@@ -23,6 +25,7 @@ export function transactionTypes(
   const SpeedEnum = familyEnum(families.list, 'Speed');
 
   const Transaction = builder.prismaObject('Transaction', {
+    authScopes: (tx, ctx) => needs(ctx, 'relayer', tx.relayerId, 'read'),
     fields: (t) => ({
       id: t.exposeID('id'),
       relayerId: t.exposeString('relayerId'),
@@ -77,6 +80,7 @@ export function transactionTypes(
       type: TransactionPage,
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'read'),
       resolve: (_, a, ctx, info) => listTransactions(ctx.rt, String(a.relayerId), a, pageAsk(info)),
     }),
     // A plain field: a prismaField plans a Prisma query from the selection on every request, and the
@@ -84,6 +88,8 @@ export function transactionTypes(
     transaction: t.field({
       type: Transaction,
       args: { id: t.arg.id({ required: true }), relayerId: t.arg.id({ required: false }) },
+      // Without the relayer's id, the Transaction type's own check decides once the row is read.
+      authScopes: (_, a, ctx) => (a.relayerId ? needs(ctx, 'relayer', String(a.relayerId), 'read') : needsSome(ctx, 'relayer')),
       resolve: (_, a, ctx) => getTransaction(ctx.rt, String(a.id), a.relayerId ? String(a.relayerId) : null),
     }),
   }));
@@ -99,6 +105,7 @@ export function transactionTypes(
         input: t.arg({ type: SendTransactionInput, required: true }),
         idempotencyKey: t.arg.string({ required: false, description: 'Same key and body return the first transaction; another body is a conflict.' }),
       },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => sendTransaction(ctx.rt, String(a.relayerId), a.input as Record<string, unknown>, a.idempotencyKey),
     }),
     cancelTransaction: t.field({
@@ -107,6 +114,7 @@ export function transactionTypes(
       description:
         'Cancels a transaction that is not mined yet. One not yet sent ends canceled at once; one already sent is replaced by a 0-value self-transfer at its nonce and ends canceled when that is mined (or mined/confirmed, if the original is mined first).',
       args: { relayerId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => cancelTransaction(ctx.rt, String(a.relayerId), String(a.id)),
     }),
     replaceTransaction: t.field({
@@ -119,6 +127,7 @@ export function transactionTypes(
         id: t.arg.id({ required: true }),
         input: t.arg({ type: SendTransactionInput, required: true }),
       },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => replaceTransaction(ctx.rt, String(a.relayerId), String(a.id), a.input as Record<string, unknown>),
     }),
   }));
@@ -129,6 +138,7 @@ export function transactionTypes(
       description:
         'Every status change of one transaction, or of all transactions of a relayer (new transactions included), from the moment of subscribing: the same changes, in the same order, as the transaction_update webhooks.',
       args: { transactionId: t.arg.id({ required: false }), relayerId: t.arg.id({ required: false }) },
+      authScopes: (_, a, ctx) => (a.relayerId ? needs(ctx, 'relayer', String(a.relayerId), 'read') : needsSome(ctx, 'relayer')),
       subscribe: async (_, a, ctx) => {
         if (!a.transactionId && !a.relayerId) throw invalid('give transactionId or relayerId');
         // Listening starts before the checks, so no change published once this returns is missed.
@@ -136,13 +146,16 @@ export function transactionTypes(
           ? listenNow(ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId)))
           : listenNow(ctx.rt.pubsub.subscribe('transaction:relayer', String(a.relayerId)));
         try {
-          if (a.transactionId) await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);
-          else await getRelayer(ctx.rt, String(a.relayerId));
+          if (a.transactionId) {
+            const tx = await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);
+            if (!allows(ctx.caller.grants, 'relayer', tx.relayerId, 'read')) throw forbidden(`this API key lacks relayer:${tx.relayerId}:read`);
+          } else await getRelayer(ctx.rt, String(a.relayerId));
         } catch (e) {
           await updates.return();
           throw e;
         }
-        return updates;
+        // Every event is of the one relayer checked above; the stream ends once the key is deleted.
+        return whileValid(ctx, updates);
       },
       resolve: (tx) => tx,
     }),

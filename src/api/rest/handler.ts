@@ -1,4 +1,5 @@
 import { Response } from '@whatwg-node/fetch';
+import type { Caller } from '../../core/access/keys.js';
 import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { requestContext } from '../graphql/context.js';
@@ -19,7 +20,7 @@ import type { HttpLabels } from '../../metrics/index.js';
 
 export interface RestContext {
   requestId: string;
-  caller: string;
+  caller: Caller;
   /** Metrics labels of the request: the adapter names the route template it matched. */
   labels?: HttpLabels;
 }
@@ -209,6 +210,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     },
     notFound: () => fail(404, 'Not Found', 'no such route'),
     unauthorized: () => failWith('UNAUTHORIZED'),
+    forbidden: (detail: string) => failWith('FORBIDDEN', detail),
     internalError: () => failWith('INTERNAL'),
 
     async handle(request: Request, ctx: RestContext): Promise<Response> {

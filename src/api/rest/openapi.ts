@@ -4,6 +4,7 @@ import type { FamilySpecs } from '../../core/registry.js';
 import type { CompiledRoute } from './handler.js';
 import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
+import { apiKeySchemas } from './api-keys.js';
 import { policyKindsOf, restRecords, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
@@ -94,6 +95,11 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     description: 'Invalid request: `error` names the field and the reason. Nothing was changed.',
   },
   401: { name: 'Unauthorized', message: httpOf.UNAUTHORIZED.message!, description: 'Missing, malformed or wrong bearer token.' },
+  403: {
+    name: 'Forbidden',
+    message: httpOf.FORBIDDEN.message!,
+    description: "The API key lacks the permission the route needs (`error` names it), or a browser's origin is not one the key allows. Nothing was changed.",
+  },
   404: {
     name: 'NotFound',
     message: 'Relayer with ID my-relayer not found',
@@ -130,7 +136,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
       ...Object.entries(r.query?.shape ?? {}).map(([name, schema]) => parameter(name, 'query', false, schema as z.ZodType, defs)),
       ...Object.values(r.headers ?? {}).map((h) => parameter(h.name, 'header', false, h.schema, defs)),
     ];
-    const statuses = [400, 401, ...r.errors, ...(r.body ? [413, 415] : []), ...(c.rateLimited ? [429] : []), 500].sort();
+    const statuses = [400, 401, ...(r.public ? [] : [403]), ...r.errors, ...(r.body ? [413, 415] : []), ...(c.rateLimited ? [429] : []), 500].sort();
     const data = r.response.schema === 'string' ? { type: 'string' } : ref(r.response.schema);
     const notes = [
       r.description,
@@ -212,6 +218,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
       { name: 'Notifications' },
       { name: 'Signers' },
       { name: 'Networks' },
+      { name: 'API keys' },
       { name: 'Health' },
       { name: 'Not available yet' },
     ],
@@ -222,6 +229,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
         ...recordSchemas,
         ...directSchemas,
         ...entitySchemas,
+        ...apiKeySchemas,
         ...familySchemas(families.list, defs),
         ...defs,
         Metadata: {

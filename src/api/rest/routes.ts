@@ -24,6 +24,7 @@ import { IDEMPOTENCY_KEY } from '../../core/transactions/service.js';
 import { directRoutes } from './sign-and-forward.js';
 import { paging, snakeShape } from './fields.js';
 import { entityRoutes } from './entities.js';
+import { apiKeyRoutes } from './api-keys.js';
 import { notificationRecord, orList, paginationRecord, restRecords } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
@@ -43,7 +44,7 @@ export interface Route<TData = any> {
   method: Method;
   /** With `{name}` path parameters; a trailing slash is accepted on every route. */
   path: string;
-  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'Health';
+  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'API keys' | 'Health';
   summary: string;
   description?: string;
   /** The section of the interface spec the route implements; absent for routes beyond it. */
@@ -357,6 +358,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
     }),
     ...directRoutes,
     ...entityRoutes(records, families.types),
+    ...apiKeyRoutes(),
   ];
 }
 

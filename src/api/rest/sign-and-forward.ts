@@ -202,16 +202,6 @@ export const laterRoutes: { prefix: string[]; feature: string; paths: { method: 
       { method: 'POST', path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/build' },
     ],
   },
-  {
-    prefix: ['api', 'v1', 'api-keys'],
-    feature: 'API key management',
-    paths: [
-      { method: 'GET', path: '/api/v1/api-keys' },
-      { method: 'POST', path: '/api/v1/api-keys' },
-      { method: 'GET', path: '/api/v1/api-keys/{api_key_id}/permissions' },
-      { method: 'DELETE', path: '/api/v1/api-keys/{api_key_id}' },
-    ],
-  },
 ];
 
 /** The message of a path of a feature not offered yet, or undefined. */

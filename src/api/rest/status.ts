@@ -10,6 +10,7 @@ export type { ErrorCode };
 export const httpOf: Record<ErrorCode, { status: number /** null: the error's own message (it names the resource). */; message: string | null }> = {
   BAD_REQUEST: { status: 400, message: 'Bad Request' },
   UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  FORBIDDEN: { status: 403, message: 'Forbidden' },
   NOT_FOUND: { status: 404, message: null },
   CONFLICT: { status: 409, message: null },
   RATE_LIMITED: { status: 429, message: 'Too Many Requests' },

@@ -13,12 +13,13 @@ export async function getNotification(rt: Runtime, id: string): Promise<Notifica
   return n;
 }
 
-export async function listNotifications(rt: Runtime, page?: number | null, perPage?: number | null) {
+/** A page of notifications; `where` narrows them to those the caller may read. */
+export async function listNotifications(rt: Runtime, page?: number | null, perPage?: number | null, where?: Prisma.NotificationWhereInput) {
   const p = toPage(page, perPage);
   return paged(
     p,
-    () => rt.prisma.notification.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
-    () => rt.prisma.notification.count(),
+    () => rt.prisma.notification.findMany({ where, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
+    () => rt.prisma.notification.count({ where }),
   );
 }
 

@@ -38,12 +38,13 @@ export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): P
   return relayer;
 }
 
-export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null) {
+/** A page of relayers; `where` narrows them to those the caller may read. */
+export async function listRelayers(rt: Runtime, page?: number | null, perPage?: number | null, where?: Prisma.RelayerWhereInput) {
   const p = toPage(page, perPage);
   return paged(
     p,
-    () => rt.prisma.relayer.findMany({ orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
-    () => rt.prisma.relayer.count(),
+    () => rt.prisma.relayer.findMany({ where, orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
+    () => rt.prisma.relayer.count({ where }),
   );
 }
 
