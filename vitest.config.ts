@@ -9,6 +9,7 @@ const UNIT = [
   'test/chains/evm/decide.test.ts',
   'test/chains/solana/decide.test.ts',
   'test/chains/stellar/decide.test.ts',
+  'test/core/access/permissions.test.ts',
   'test/core/core.test.ts',
   'test/core/notifications/rules.test.ts',
   'test/core/relayers/rpc.test.ts',

@@ -1,6 +1,7 @@
 // Every REST route and every GraphQL root field under an API key: a key holding exactly the
 // permission the operation needs succeeds; a key lacking it is refused with 403 (REST) or FORBIDDEN
 // (GraphQL) and nothing in the database changes. On PGlite and on PostgreSQL.
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -385,6 +386,9 @@ describe.each([
     const roots = [schema.getQueryType()!, schema.getMutationType()!].flatMap((t) => Object.keys(t.getFields()));
     expect(CASES.map((c) => c.field).sort()).toEqual(roots.sort());
     for (const r of restRoutes(families)) expect(CASES.find((c) => c.field === r.field.name)?.rest, `${r.method} ${r.path}`).toBeDefined();
+    // And docs/api-keys.md says what each needs.
+    const doc = readFileSync(new URL('../../../docs/api-keys.md', import.meta.url), 'utf8');
+    for (const field of [...roots, ...Object.keys(schema.getSubscriptionType()!.getFields())]) expect(doc, field).toContain(`\`${field}\``);
   });
 
   for (const c of CASES) {

@@ -106,6 +106,7 @@ const ids = (_r: Route, name: string) => {
     signer_id: ['dev-signer'],
     network_id: ['evm:localnet', 'solana:devnet'],
     nonce: ['1', '2', '-1', 'abc'],
+    api_key_id: [],
   };
   return fc.oneof(
     fc.constantFrom(...(known[name].length ? known[name] : ['x'])),

@@ -105,22 +105,6 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
       const res = await sdkError(call(), error);
       expect({ status: res.status, message: res.body.message, error: res.body.error }).toEqual({ status: 404, message: 'Not Found', error });
     }
-    // API-key management is not in the client; its paths answer the same way.
-    for (const [method, path] of [
-      ['GET', '/api/v1/api-keys'],
-      ['POST', '/api/v1/api-keys'],
-      ['GET', '/api/v1/api-keys/k1/permissions'],
-      ['DELETE', '/api/v1/api-keys/k1'],
-    ]) {
-      const res = await svc.request(method, path, method === 'POST' ? { name: 'k' } : undefined);
-      expect(res.status).toBe(404);
-      expect(await res.json()).toMatchObject({
-        success: false,
-        data: null,
-        message: 'Not Found',
-        error: 'API key management: not available on this service yet',
-      });
-    }
     // Still behind the token, like every other route.
     const anonymous = await svc.request('GET', '/api/v1/plugins', undefined, { authorization: '' });
     expect(anonymous.status).toBe(401);
