@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/sequencer.js';
 
 /** Tests that start nothing: no service, chain, database, server or process. */
 const UNIT = [
@@ -33,6 +34,8 @@ export default defineConfig({
     // CI shares a 2-core machine with anvil, PostgreSQL and Redis: one retry absorbs a starved
     // worker; a test that fails twice still fails the run.
     retry: process.env.CI ? 1 : 0,
+    // The longest files first (test/support/durations.json), so that the workers finish together.
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
       // Everything else, test/deploy/ included.
