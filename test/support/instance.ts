@@ -6,6 +6,14 @@ import { API_KEY, ROOT } from './service.js';
 
 /** The compiled service the global setup builds (test/support/global-setup.ts). */
 export const MAIN = path.join(ROOT, 'dist/main.js');
+/**
+ * Node flags of a spawned service. --liftoff-only: V8 runs WebAssembly (PGlite's PostgreSQL,
+ * Prisma's query compiler) from its baseline compiler only, without recompiling hot functions with
+ * TurboFan. The same code runs; a process that lives seconds starts on a third less CPU (4.3 s to
+ * 2.9 s on PGlite, 3.0 s to 2.4 s on PostgreSQL, on the 2-core CI machine), and the suite starts
+ * hundreds of them.
+ */
+export const NODE_FLAGS = ['--liftoff-only'];
 
 export interface Instance {
   url: string;
@@ -23,7 +31,7 @@ export interface Instance {
 export async function startInstance(env: Record<string, string>): Promise<Instance> {
   const port = await freePort();
   if (env.DATA_DIR && !env.DATABASE_URL) await seedPglite(env.DATA_DIR);
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, API_KEY, HOST: '127.0.0.1', PORT: String(port), DEVNET: 'false', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

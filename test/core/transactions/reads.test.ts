@@ -1,5 +1,6 @@
 // Both drivers read `timestamp without time zone` as local time unless told otherwise: run these
 // reads away from UTC so a local reading would show.
+const previousTz = process.env.TZ;
 process.env.TZ = 'America/New_York';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,13 @@ import type { Runtime } from '../../../src/core/runtime.js';
 import { readPage, readTransaction } from '../../../src/core/transactions/store.js';
 import { createTestDatabase, databaseKinds } from '../../support/postgres.js';
 import { openTestPglite } from '../../support/pglite.js';
+
+// A worker runs several files one after another (isolate: false in vitest.config.ts): the next one
+// gets the zone back.
+afterAll(() => {
+  if (previousTz === undefined) delete process.env.TZ;
+  else process.env.TZ = previousTz;
+});
 
 // The API's reads are hand-written SQL on the database handle: each row must be exactly what
 // Prisma's findUnique/findMany read for it, on both databases.
