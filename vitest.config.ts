@@ -39,14 +39,8 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
-      // Everything else, test/deploy/ included. A worker runs its files one after another in one
-      // module graph (isolate: false): each file importing the service afresh cost ~4 s of CPU,
-      // 238 s of the project's worker time, on a machine the suite keeps busy. A file puts back the
-      // environment variables it sets and stops what it starts (services, databases, servers).
-      {
-        extends: true,
-        test: { name: 'integration', isolate: false, include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS], globalSetup: GLOBAL_SETUP },
-      },
+      // Everything else, test/deploy/ included.
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...FAULTS], globalSetup: GLOBAL_SETUP } },
       // A fault test starts the service several times and waits out the fault: with three files at
       // a time the default minute was too short for evm-kill's five kill -9 rounds (which alone
       // allow 90 s for the last restart to finish the work).
