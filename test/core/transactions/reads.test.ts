@@ -10,8 +10,7 @@ import { readPage, readTransaction } from '../../../src/core/transactions/store.
 import { createTestDatabase, databaseKinds } from '../../support/postgres.js';
 import { openTestPglite } from '../../support/pglite.js';
 
-// A worker runs several files one after another (isolate: false in vitest.config.ts): the next one
-// gets the zone back.
+// The zone is put back for whatever runs next in this process.
 afterAll(() => {
   if (previousTz === undefined) delete process.env.TZ;
   else process.env.TZ = previousTz;
