@@ -4,7 +4,7 @@
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
-//                        [--only reads,evm,latency,webhooks] [--postgres <server url>]
+//                        [--only reads,evm,latency,webhooks,start] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
 
@@ -28,7 +28,7 @@ const { values: a } = parseArgs({
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,evm,latency,webhooks' },
+    only: { type: 'string', default: 'reads,evm,latency,webhooks,start' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -182,6 +182,13 @@ if (only.has('webhooks')) {
     }
   } else {
     row('webhook receiver down: health and send latency vs healthy', 'bench/webhooks.ts not present', '<= 1.20', null);
+  }
+}
+
+// What a start of the built service costs (bench/start.ts; needs `npm run build` first).
+if (only.has('start')) {
+  for (const r of await bench('bench/start.ts', [])) {
+    if (typeof r.cpuMs === 'number') row('start of dist/main.js to healthy, PGlite: CPU / wall', `${r.cpuMs} / ${Math.round(r.wallMs as number)} ms`, '', null);
   }
 }
 
