@@ -29,4 +29,5 @@ rmSync(`${root}dist`, { recursive: true, force: true });
 execFileSync(process.execPath, [`${root}scripts/generate.mjs`], { cwd: root, stdio: 'inherit' });
 execFileSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 copyFileSync(`${root}src/db/pglite-thread.mjs`, `${root}dist/db/pglite-thread.mjs`);
+copyFileSync(`${root}src/core/plugins/worker.mjs`, `${root}dist/core/plugins/worker.mjs`);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
