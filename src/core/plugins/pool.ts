@@ -112,8 +112,8 @@ function start(plugins: Plugins, p: LoadedPlugin): Started {
 export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits): Promise<{ plugins: Plugins; problems: string[] }> {
   const plugins: Plugins = { byId: new Map(), limits, workers: new Set(), stopped: false };
   const problems: string[] = [];
-  await Promise.all(
-    configs.map(async (config) => {
+  const loaded = await Promise.all(
+    configs.map(async (config): Promise<LoadedPlugin | undefined> => {
       let code: string;
       try {
         code = await compile(config.file);
@@ -130,9 +130,10 @@ export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits)
         return void problems.push(`${config.where}.path: does not load: ${(e as Error).message}`);
       }
       p.spare = spare;
-      plugins.byId.set(config.id, p);
+      return p;
     }),
   );
+  for (const p of loaded) if (p) plugins.byId.set(p.config.id, p);
   if (problems.length) await stopPlugins(plugins);
   return { plugins, problems };
 }
@@ -275,6 +276,7 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
         return api(op, String(m.relayerId), m.payload);
       }
       case 'wait':
+        if (traces.length < MAX_ENTRIES) traces.push({ relayerId: String(m.relayerId), method: 'transactionWait', payload: { transactionId: String(m.transactionId) } });
         return waitFor(m);
       case 'kv':
         return kvOp(m);
