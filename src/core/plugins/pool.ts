@@ -111,29 +111,29 @@ function start(plugins: Plugins, p: LoadedPlugin): Started {
  */
 export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits): Promise<{ plugins: Plugins; problems: string[] }> {
   const plugins: Plugins = { byId: new Map(), limits, workers: new Set(), stopped: false };
-  const problems: string[] = [];
   const loaded = await Promise.all(
-    configs.map(async (config): Promise<LoadedPlugin | undefined> => {
+    configs.map(async (config): Promise<LoadedPlugin | string> => {
       let code: string;
       try {
         code = await compile(config.file);
       } catch (e) {
         const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
         const why = errors?.length ? errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}: ${x.text}` : x.text)).join('; ') : (e as Error).message;
-        return void problems.push(`${config.where}.path: does not compile: ${why}`);
+        return `${config.where}.path: does not compile: ${why}`;
       }
       const p: LoadedPlugin = { config, code, running: 0, waiting: [] };
       const spare = start(plugins, p);
       try {
         await spare.ready;
       } catch (e) {
-        return void problems.push(`${config.where}.path: does not load: ${(e as Error).message}`);
+        return `${config.where}.path: does not load: ${(e as Error).message}`;
       }
       p.spare = spare;
       return p;
     }),
   );
-  for (const p of loaded) if (p) plugins.byId.set(p.config.id, p);
+  const problems = loaded.filter((p): p is string => typeof p === 'string');
+  for (const p of loaded) if (typeof p !== 'string') plugins.byId.set(p.config.id, p);
   if (problems.length) await stopPlugins(plugins);
   return { plugins, problems };
 }
