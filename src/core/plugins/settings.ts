@@ -26,7 +26,7 @@ export interface PluginConfig extends PluginSettings {
 
 /** What PATCH /api/v1/plugins/{id} may change; absent fields keep their value, `config: null` removes it. */
 export const settingsUpdate = z.strictObject({
-  timeout: z.number().int().positive().max(3600).optional().meta({ description: 'Seconds a call may run (1 to 3600).' }),
+  timeout: z.number().int().min(1).max(3600).optional().meta({ description: 'Seconds a call may run (1 to 3600).' }),
   emitLogs: z.boolean().optional(),
   emitTraces: z.boolean().optional(),
   forwardLogs: z.boolean().optional(),
