@@ -16,7 +16,10 @@ describe('plugin entries of the config file', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'relayer-plugin-config-'));
     await writeFile(path.join(dir, 'broken.ts'), 'export async function handler( {\n');
     await writeFile(path.join(dir, 'nohandler.ts'), 'export const answer = 42;\n');
-    await writeFile(path.join(dir, 'missing-import.ts'), "import { nothing } from 'no-such-package-anywhere';\nexport async function handler() { return nothing; }\n");
+    await writeFile(
+      path.join(dir, 'missing-import.ts'),
+      "import { nothing } from 'no-such-package-anywhere';\nexport async function handler() { return nothing; }\n",
+    );
     await writeFile(path.join(dir, 'throws.ts'), "throw new Error('refusing to load');\nexport async function handler() {}\n");
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -65,7 +68,9 @@ describe('plugin entries of the config file', () => {
     ]);
     expect(found).toHaveLength(4);
     expect(found[0]).toMatch(/^plugins\[0\] \("broken"\)\.path: does not compile: .*broken\.ts:2: /);
-    expect(found[1]).toBe('plugins[1] ("nohandler").path: does not load: the plugin exports no handler function (export async function handler(context) { ... })');
+    expect(found[1]).toBe(
+      'plugins[1] ("nohandler").path: does not load: the plugin exports no handler function (export async function handler(context) { ... })',
+    );
     expect(found[2]).toMatch(/^plugins\[2\] \("missing-import"\)\.path: does not load: Cannot find module 'no-such-package-anywhere'/);
     expect(found[3]).toBe('plugins[3] ("throws").path: does not load: refusing to load');
   });

@@ -31,7 +31,8 @@ describe.runIf(await postgresReachable())('plugins on two instances', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const call = (i: Instance, params: object) => i.request('POST', '/api/v1/plugins/locker/call', { params }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  const call = (i: Instance, params: object) =>
+    i.request('POST', '/api/v1/plugins/locker/call', { params }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
   it('gives one withLock key to one call at a time across instances', async () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, n) => call(n % 2 ? b : a, { hold: 20 })));
@@ -40,7 +41,7 @@ describe.runIf(await postgresReachable())('plugins on two instances', () => {
     expect(results.map((r) => r.body.data as number).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, n) => n + 1));
   });
 
-  it("refuses or skips while the other instance holds the lock, as onBusy asks", async () => {
+  it('refuses or skips while the other instance holds the lock, as onBusy asks', async () => {
     const holding = call(a, { hold: 2_000 });
     await new Promise((r) => setTimeout(r, 700));
     const skipped = await call(b, { onBusy: 'skip' });

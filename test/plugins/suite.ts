@@ -140,7 +140,9 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
     });
 
     it('takes GET calls only from plugins that allow them, with the route, query and headers', async () => {
-      const res = await fetch(`${client.url}/api/v1/plugins/echo/call/some/route?x=1&x=2`, { headers: { authorization: `Bearer ${svc.apiKey}`, 'x-trace': 'abc' } });
+      const res = await fetch(`${client.url}/api/v1/plugins/echo/call/some/route?x=1&x=2`, {
+        headers: { authorization: `Bearer ${svc.apiKey}`, 'x-trace': 'abc' },
+      });
       expect(res.status).toBe(200);
       const body = await res.json();
       expect(body.data).toMatchObject({ params: {}, route: '/some/route', method: 'GET', query: { x: ['1', '2'] }, config: { greeting: 'hi' }, env: [] });
@@ -190,7 +192,11 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
 
     it('answers 429 past the concurrency and queue bounds', async () => {
       const calls = await Promise.all(
-        Array.from({ length: 5 }, () => svc.request('POST', '/api/v1/plugins/sleepy/call', { params: { ms: 700 } }).then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after') }))),
+        Array.from({ length: 5 }, () =>
+          svc
+            .request('POST', '/api/v1/plugins/sleepy/call', { params: { ms: 700 } })
+            .then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after') })),
+        ),
       );
       expect(calls.filter((c) => c.status === 200)).toHaveLength(3);
       expect(calls.filter((c) => c.status === 429)).toEqual([
@@ -221,11 +227,21 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
       expect(r.errors).toBeUndefined();
       expect(r.data.callPlugin).toMatchObject({ status: 200, success: true, data: { params: { a: 1 }, route: '/x', method: 'POST' } });
       const failed = await svc.gql('mutation { callPlugin(id: "failing", params: { amount: 1 }) { status success data error } }');
-      expect(failed.data.callPlugin).toEqual({ status: 422, success: false, data: { code: 'AMOUNT_TOO_LARGE', details: { max: 10, given: 1 } }, error: 'amount is too large' });
+      expect(failed.data.callPlugin).toEqual({
+        status: 422,
+        success: false,
+        data: { code: 'AMOUNT_TOO_LARGE', details: { max: 10, given: 1 } },
+        error: 'amount is too large',
+      });
       const list = await svc.gql('{ plugins(perPage: 100) { items { id timeout } } plugin(id: "forever") { timeout } }');
       expect(list.data.plugins.items).toHaveLength(10);
       const text = await svc.rt.metrics.registry.getSingleMetricAsString('relayer_plugin_calls_total');
-      for (const line of ['plugin_id="counter",outcome="ok"', 'plugin_id="forever",outcome="timeout"', 'plugin_id="hungry",outcome="memory"', 'plugin_id="failing",outcome="plugin_error"'])
+      for (const line of [
+        'plugin_id="counter",outcome="ok"',
+        'plugin_id="forever",outcome="timeout"',
+        'plugin_id="hungry",outcome="memory"',
+        'plugin_id="failing",outcome="plugin_error"',
+      ])
         expect(text).toContain(line);
       expect(await svc.rt.metrics.registry.getSingleMetricAsString('relayer_plugin_call_duration_seconds')).toContain('plugin_id="echo"');
     });

@@ -92,7 +92,18 @@ function match(compiled: CompiledRoute[], segments: string[]) {
       else if (segments[i] === '') ok = false;
       else params[s.param] = segments[i];
     }
-    if (ok) found.push({ c, params, tail: c.route.tail === undefined ? undefined : segments.slice(c.segments.length).map((x) => `/${x}`).join('') });
+    if (ok)
+      found.push({
+        c,
+        params,
+        tail:
+          c.route.tail === undefined
+            ? undefined
+            : segments
+                .slice(c.segments.length)
+                .map((x) => `/${x}`)
+                .join(''),
+      });
   }
   // A literal segment wins over a parameter: DELETE …/transactions/pending is not a cancel of "pending".
   const literals = (c: CompiledRoute) => c.segments.filter((s) => typeof s === 'string').length;
@@ -206,12 +217,13 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         variables[route.body.variable] = graphqlNames(body);
       }
     }
-    if (route.whole) Object.assign(variables, route.whole(request, url, route.body && variables[route.body.variable], String(variables[route.tail ?? ''] ?? '')));
+    if (route.whole)
+      Object.assign(variables, route.whole(request, url, route.body && variables[route.body.variable], String(variables[route.tail ?? ''] ?? '')));
     return variables;
   }
 
   async function handle(request: Request, ctx: RestContext): Promise<Response> {
-const url = new URL(request.url);
+    const url = new URL(request.url);
     const path = normalise(url.pathname);
     if (isPublicPath(path)) {
       if (ctx.labels) ctx.labels.endpoint = path;
@@ -279,7 +291,6 @@ const url = new URL(request.url);
     unauthorized: () => failWith('UNAUTHORIZED'),
     forbidden: (detail: string) => failWith('FORBIDDEN', detail),
     internalError: () => failWith('INTERNAL'),
-
   };
 }
 

@@ -121,7 +121,11 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     message: httpOf.RATE_LIMITED.message!,
     description: "The caller's request budget is spent; retry after Retry-After seconds.",
   },
-  504: { name: 'GatewayTimeout', message: 'plugin my-plugin did not answer within 300 s and was stopped', description: 'A plugin ran past its timeout and was stopped.' },
+  504: {
+    name: 'GatewayTimeout',
+    message: 'plugin my-plugin did not answer within 300 s and was stopped',
+    description: 'A plugin ran past its timeout and was stopped.',
+  },
   503: { name: 'ServiceUnavailable', message: 'Service Unavailable', description: 'Not ready: the readiness document names the failing component.' },
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
 };

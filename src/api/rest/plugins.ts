@@ -43,7 +43,8 @@ function multiMap(entries: Iterable<[string, string]>, skip?: Set<string>): Reco
 }
 
 /** The params of a call's body: its `params` when it has the field, else the whole body (as the reference takes it). */
-export const paramsOf = (body: unknown) => (body && typeof body === 'object' && !Array.isArray(body) && 'params' in body ? (body as { params: unknown }).params : body);
+export const paramsOf = (body: unknown) =>
+  body && typeof body === 'object' && !Array.isArray(body) && 'params' in body ? (body as { params: unknown }).params : body;
 
 /** The plugin's route: the path below …/call, else the `route` query parameter. */
 export const routeOf = (tail: string, url: URL) => tail || (url.searchParams.get('route') ?? '');
@@ -144,7 +145,8 @@ export function pluginRoutes(): Route[] {
       path: '/api/v1/plugins/{plugin_id}',
       tag: 'Plugins',
       summary: 'Update a plugin',
-      description: 'Changes the settings named (the others keep theirs); stored, so every instance uses them from its next call. `config: null` removes the config.',
+      description:
+        'Changes the settings named (the others keep theirs); stored, so every instance uses them from its next call. `config: null` removes the config.',
       document: RestUpdatePluginDocument,
       field: { type: 'Mutation', name: 'updatePlugin' },
       pathParams: pluginId,
@@ -181,7 +183,8 @@ export const pluginSchemas: Record<string, JsonSchema> = {
     },
   },
   PluginCallResponse: {
-    description: "The envelope with the handler's result in `data` (on failure `data` is { code, details } and `error` the message); with raw_response, the result alone.",
+    description:
+      "The envelope with the handler's result in `data` (on failure `data` is { code, details } and `error` the message); with raw_response, the result alone.",
     type: 'object',
     required: ['success', 'data', 'error', 'metadata'],
     properties: {
@@ -192,7 +195,10 @@ export const pluginSchemas: Record<string, JsonSchema> = {
       metadata: {
         type: 'object',
         properties: {
-          logs: { type: 'array', items: { type: 'object', required: ['level', 'message'], properties: { level: { type: 'string' }, message: { type: 'string' } } } },
+          logs: {
+            type: 'array',
+            items: { type: 'object', required: ['level', 'message'], properties: { level: { type: 'string' }, message: { type: 'string' } } },
+          },
           traces: { type: 'array' },
         },
       },

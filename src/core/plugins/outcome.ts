@@ -62,7 +62,13 @@ export function threw(t: Thrown, logs: LogEntry[], traces: unknown[]): CallResul
 }
 
 /** A call the service ended or refused: a fixed status and message. */
-export function ended(outcome: Exclude<Outcome, 'ok' | 'plugin_error'>, status: number, message: string, logs: LogEntry[] = [], traces: unknown[] = []): CallResult {
+export function ended(
+  outcome: Exclude<Outcome, 'ok' | 'plugin_error'>,
+  status: number,
+  message: string,
+  logs: LogEntry[] = [],
+  traces: unknown[] = [],
+): CallResult {
   return { outcome, status, data: { code: outcome.toUpperCase(), details: null }, error: message, logs, traces, raw: false };
 }
 

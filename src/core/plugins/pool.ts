@@ -118,7 +118,9 @@ export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits)
         code = await compile(config.file);
       } catch (e) {
         const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
-        const why = errors?.length ? errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}: ${x.text}` : x.text)).join('; ') : (e as Error).message;
+        const why = errors?.length
+          ? errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}: ${x.text}` : x.text)).join('; ')
+          : (e as Error).message;
         return `${config.where}.path: does not compile: ${why}`;
       }
       const p: LoadedPlugin = { config, code, running: 0, waiting: [] };
@@ -276,7 +278,8 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
         return api(op, String(m.relayerId), m.payload);
       }
       case 'wait':
-        if (traces.length < MAX_ENTRIES) traces.push({ relayerId: String(m.relayerId), method: 'transactionWait', payload: { transactionId: String(m.transactionId) } });
+        if (traces.length < MAX_ENTRIES)
+          traces.push({ relayerId: String(m.relayerId), method: 'transactionWait', payload: { transactionId: String(m.transactionId) } });
         return waitFor(m);
       case 'kv':
         return kvOp(m);
@@ -340,6 +343,8 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
     worker.postMessage({ type: 'call', ctx: { ...ctx, config: settings.config } });
   });
   void worker.terminate();
-  await Promise.all([...locks].map(([owner, key]) => kv.unlock(key, owner).catch((err) => log.warn({ plugin: id, err }, 'plugin lock not released; it expires'))));
+  await Promise.all(
+    [...locks].map(([owner, key]) => kv.unlock(key, owner).catch((err) => log.warn({ plugin: id, err }, 'plugin lock not released; it expires'))),
+  );
   return { ...result, logs: settings.emitLogs ? result.logs : [], traces: settings.emitTraces ? result.traces : [] };
 }

@@ -115,7 +115,18 @@ async function run(handler, ctx) {
   try {
     // The reference's older form handler(api, params) is still called as it was.
     const result =
-      handler.length >= 2 ? await handler(api, ctx.params) : await handler({ api, kv, params: ctx.params, headers: ctx.headers, route: ctx.route, method: ctx.method, query: ctx.query, config: ctx.config ?? undefined });
+      handler.length >= 2
+        ? await handler(api, ctx.params)
+        : await handler({
+            api,
+            kv,
+            params: ctx.params,
+            headers: ctx.headers,
+            route: ctx.route,
+            method: ctx.method,
+            query: ctx.query,
+            config: ctx.config ?? undefined,
+          });
     let json;
     try {
       json = JSON.stringify(result === undefined ? null : result);

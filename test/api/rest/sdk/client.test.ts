@@ -100,8 +100,16 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
       [() => client.plugins.callPlugin('p1', { params: {} } as never), plugin, plugin],
       [() => client.plugins.callPluginGet('p1'), plugin, plugin],
       [() => client.plugins.updatePlugin('p1', {} as never), plugin, plugin],
-      [() => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never), 'Not Found', 'Sponsored (gasless) transactions: not available on this service yet'],
-      [() => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never), 'Not Found', 'Sponsored (gasless) transactions: not available on this service yet'],
+      [
+        () => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never),
+        'Not Found',
+        'Sponsored (gasless) transactions: not available on this service yet',
+      ],
+      [
+        () => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never),
+        'Not Found',
+        'Sponsored (gasless) transactions: not available on this service yet',
+      ],
     ];
     for (const [call, message, error] of cases) {
       const res = await sdkError(call(), error);
