@@ -48,6 +48,7 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
             plugin('sleepy', path.join(FIXTURES, 'sleepy.ts')),
             plugin('trespass', path.join(FIXTURES, 'trespass.ts')),
             plugin('store', path.join(FIXTURES, 'store.ts')),
+            plugin('payout', path.join(FIXTURES, '../../../examples/plugins/payout.ts'), { config: { relayerId: 'evm-relayer', maxAmount: 1000 } }),
           ],
         }),
       });
@@ -190,6 +191,16 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
       expect(counter?.value).toBe(2);
     });
 
+    it("runs the repository's example plugin: one payout per reference", async () => {
+      const pay = (params: object) => client.plugins.callPlugin('payout', { params });
+      const first = await pay({ reference: 'order-1', to: RECEIVER, amount: 5, wait: true });
+      expect(first.data.data).toMatchObject({ reference: 'order-1', status: expect.stringMatching(/^(mined|confirmed)$/), hash: expect.stringMatching(/^0x/) });
+      const again = await pay({ reference: 'order-1', to: RECEIVER, amount: 5 });
+      expect((again.data.data as { transactionId: string }).transactionId).toBe((first.data.data as { transactionId: string }).transactionId);
+      const bad = await rejected(pay({ reference: 'order-2', to: RECEIVER, amount: 5000 }));
+      expect(bad).toMatchObject({ status: 400, body: { error: 'amount: a whole number of wei from 1 to 1000', data: { code: 'INVALID_AMOUNT' } } });
+    });
+
     it('answers 429 past the concurrency and queue bounds', async () => {
       const calls = await Promise.all(
         Array.from({ length: 5 }, () =>
@@ -207,7 +218,7 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
 
     it('lists, reads and updates plugins; 404 and 400 change nothing', async () => {
       const list = await client.plugins.listPlugins(1, 3);
-      expect(list.data.pagination).toEqual({ current_page: 1, per_page: 3, total_items: 10 });
+      expect(list.data.pagination).toEqual({ current_page: 1, per_page: 3, total_items: 11 });
       expect((list.data.data as unknown as { id: string }[]).map((p) => p.id)).toEqual(['counter', 'failing', 'forever']);
       expect((await client.plugins.getPlugin('forever')).data.data).toMatchObject({ id: 'forever', timeout: 1, emit_logs: false, config: null });
       const missing = await rejected(client.plugins.getPlugin('nope'));
@@ -234,7 +245,7 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
         error: 'amount is too large',
       });
       const list = await svc.gql('{ plugins(perPage: 100) { items { id timeout } } plugin(id: "forever") { timeout } }');
-      expect(list.data.plugins.items).toHaveLength(10);
+      expect(list.data.plugins.items).toHaveLength(11);
       const text = await svc.rt.metrics.registry.getSingleMetricAsString('relayer_plugin_calls_total');
       for (const line of [
         'plugin_id="counter",outcome="ok"',
