@@ -1,4 +1,10 @@
-// `npm run build`: generated code, then src/ compiled to dist/ (files tsc does not emit copied beside).
+// `npm run build`: generated code, then src/main.ts bundled with its dependencies into dist/main.js
+// (esbuild; types are checked by `npm run typecheck`). One file loads in a fraction of the CPU that
+// resolving and compiling some two thousand modules takes: a start costs about 1.3 s of CPU less.
+// Left outside the bundle, loaded from node_modules: what finds files beside its own code (PGlite's
+// WebAssembly and data, native addons, Prisma's query compiler) and the cloud signers' SDKs, which
+// are imported only when a signer of theirs is configured, and GraphiQL's assets (9 MB, read on
+// the first page view).
 // With --if-stale (`npm start`'s prestart) it builds only when dist/ is missing or older than a source.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -7,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const stamp = `${root}dist/.built`;
 // What the build reads; src/generated is left out as the build itself writes it from the others.
-const sources = ['src', 'prisma/schema.prisma', 'schema', 'codegen.ts', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const sources = ['src', 'prisma/schema.prisma', 'schema', 'codegen.ts', 'tsconfig.json', 'package-lock.json'];
 
 function newest(path) {
   const stat = statSync(path, { throwIfNoEntry: false });
@@ -27,7 +33,39 @@ if (process.argv.includes('--if-stale')) {
 
 rmSync(`${root}dist`, { recursive: true, force: true });
 execFileSync(process.execPath, [`${root}scripts/generate.mjs`], { cwd: root, stdio: 'inherit' });
-execFileSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-copyFileSync(`${root}src/db/pglite-thread.mjs`, `${root}dist/db/pglite-thread.mjs`);
-copyFileSync(`${root}src/core/plugins/worker.mjs`, `${root}dist/core/plugins/worker.mjs`);
+const { build } = await import('esbuild');
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/main.js',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+  external: [
+    '@electric-sql/pglite',
+    '@prisma/client/runtime/query_compiler*',
+    'pkcs11js',
+    'secp256k1',
+    'tiny-secp256k1',
+    'pino',
+    '@aws-sdk/*',
+    '@azure/*',
+    '@coinbase/*',
+    '@google-cloud/*',
+    '@turnkey/*',
+    'node-vault',
+    '@graphql-yoga/render-graphiql',
+    // Plugins are compiled at start-up by esbuild, which runs its own binary from node_modules.
+    'esbuild',
+  ],
+  // Bundled CommonJS calls require(); an ES module has none of its own.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+});
+// The PGlite thread's file, found beside the code that starts it (db/pglite-thread.ts).
+copyFileSync(`${root}src/db/pglite-thread.mjs`, `${root}dist/pglite-thread.mjs`);
+// The same for a plugin's worker thread (core/plugins/pool.ts).
+copyFileSync(`${root}src/core/plugins/worker.mjs`, `${root}dist/worker.mjs`);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);

@@ -83,10 +83,8 @@ export function fetchNode(line, into) {
 /** Starts dist/main.js of `tree` with `node`, relays one transfer to confirmed, stops it. */
 export async function relayOne(node, tree) {
   const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-  // The service picks the native addon when it loads, else WebAssembly without a word: ask it directly.
-  execFileSync(node, ['--input-type=module', '-e', "import { nativeSign } from './dist/signers/secp256k1.js'; if (!nativeSign()) process.exit(1);"], {
-    cwd: tree,
-  });
+  // The service takes the native addon when it loads, else WebAssembly without a word: load it here.
+  execFileSync(node, ['-e', "require('secp256k1/bindings')"], { cwd: tree });
   const dataDir = mkdtempSync(join(tmpdir(), 'relayer-data-'));
   const port = await freePort();
   const devnetPort = await freePort();

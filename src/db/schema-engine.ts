@@ -1,15 +1,15 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as bindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 import pg from 'pg';
+import { projectDir } from '../lib/root.js';
 
 // Prisma's schema engine compiled to WebAssembly: migrations run in-process over the same driver
 // adapter as the client, so no native engine (which would need a download) is ever required.
 
-export const prismaDir = fileURLToPath(new URL('../../prisma/', import.meta.url));
+export const prismaDir = path.join(projectDir(), 'prisma');
 const migrationsDir = path.join(prismaDir, 'migrations');
 
 let ready: Promise<void> | undefined;

@@ -16,7 +16,7 @@ import { PG_TEMPLATE_ENV, POSTGRES_ADMIN_URL, postgresReachable } from './postgr
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** What `npm run build` reads: a change to any of them makes dist/ stale. */
-const SOURCES = ['src', 'prisma', 'schema', 'codegen.ts', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'scripts/generate.mjs'];
+const SOURCES = ['src', 'prisma', 'schema', 'codegen.ts', 'tsconfig.json', 'scripts/build.mjs', 'scripts/generate.mjs'];
 
 function newestMtime(entry: string): number {
   const stat = statSync(entry, { throwIfNoEntry: false });
@@ -42,11 +42,11 @@ function migrationsHash(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Opens (so migrates) a database with the compiled service's openDatabase, in a child process. */
+/** Opens (so migrates) a database with the service's openDatabase, in a child process. */
 function migrate(target: { dataDir: string } | { databaseUrl: string }): void {
-  const open = `const { openDatabase } = await import(${JSON.stringify(path.join(ROOT, 'dist/db/client.js'))});
+  const open = `const { openDatabase } = await import(${JSON.stringify(path.join(ROOT, 'src/db/client.ts'))});
     await (await openDatabase(JSON.parse(process.argv[1]))).close();`;
-  execFileSync(process.execPath, ['--input-type=module', '-e', open, JSON.stringify(target)], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', open, JSON.stringify(target)], { cwd: ROOT, stdio: 'inherit' });
 }
 
 /** The PGlite template, kept in the temporary folder across runs. */

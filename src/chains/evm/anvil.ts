@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { toHex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 
@@ -195,13 +194,4 @@ async function chainIdOf(url: string): Promise<number | undefined> {
   } catch {
     return undefined;
   }
-}
-
-// `tsx src/chains/evm/anvil.ts [port]` runs a local devnet until Ctrl-C.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const node = await startAnvil({ port: Number(process.argv[2] ?? 8545), silent: false });
-  console.log(`anvil devnet on ${node.url} (chain ${node.chainId}), dev account ${ANVIL_DEV_ADDRESS}`);
-  const shutdown = () => void node.stop().then(() => process.exit(0));
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
 }
