@@ -225,6 +225,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
       { name: 'Signers' },
       { name: 'Networks' },
       { name: 'API keys' },
+      { name: 'Plugins' },
       { name: 'Health' },
       { name: 'Not available yet' },
     ],
