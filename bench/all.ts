@@ -190,7 +190,12 @@ if (only.has('plugins')) {
   const f = r.figures as Record<'start' | 'spare' | 'backToBack' | 'read', { p50: number; p99: number }> | undefined;
   if (f) {
     row('plugins: compile and first worker ready, median', `${f.start.p50.toFixed(1)} ms`, '', null);
-    row('plugins: call with the spare worker ready / REST read', `${(f.spare.p50 / f.read.p50).toFixed(2)} (${f.spare.p50.toFixed(1)} / ${f.read.p50.toFixed(1)} ms)`, '', null);
+    row(
+      'plugins: call with the spare worker ready / REST read',
+      `${(f.spare.p50 / f.read.p50).toFixed(2)} (${f.spare.p50.toFixed(1)} / ${f.read.p50.toFixed(1)} ms)`,
+      '',
+      null,
+    );
     row('plugins: call back to back, median / p99', `${f.backToBack.p50.toFixed(1)} / ${f.backToBack.p99.toFixed(1)} ms`, '', null);
   }
 }

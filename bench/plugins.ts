@@ -30,7 +30,19 @@ const show = (label: string, f: { p50: number; p99: number; max: number }) =>
   console.log(`${label.padEnd(52)} median ${f.p50.toFixed(2)} ms, p99 ${f.p99.toFixed(2)} ms, max ${f.max.toFixed(1)} ms`);
 
 // Start-up per plugin: esbuild compile, then its first worker started with the plugin loaded.
-const config: PluginConfig = { id: 'echo', path: plugin, file: plugin, where: 'plugins[0]', timeout: 30, emitLogs: false, emitTraces: false, forwardLogs: false, rawResponse: false, allowGetInvocation: false, config: null };
+const config: PluginConfig = {
+  id: 'echo',
+  path: plugin,
+  file: plugin,
+  where: 'plugins[0]',
+  timeout: 30,
+  emitLogs: false,
+  emitTraces: false,
+  forwardLogs: false,
+  rawResponse: false,
+  allowGetInvocation: false,
+  config: null,
+};
 const starts: number[] = [];
 for (let i = 0; i < 20; i++) {
   const t = performance.now();
@@ -39,7 +51,15 @@ for (let i = 0; i < 20; i++) {
   await stopPlugins(plugins);
 }
 
-const env = parseEnv({ API_KEY, CONFIG_PATH: configPath, DATA_DIR: dir, DEVNET: 'false', LOG_LEVEL: 'silent', RATE_LIMIT_BURST_SIZE: '100000', RATE_LIMIT_REQUESTS_PER_SECOND: '100000' });
+const env = parseEnv({
+  API_KEY,
+  CONFIG_PATH: configPath,
+  DATA_DIR: dir,
+  DEVNET: 'false',
+  LOG_LEVEL: 'silent',
+  RATE_LIMIT_BURST_SIZE: '100000',
+  RATE_LIMIT_REQUESTS_PER_SECOND: '100000',
+});
 const svc = await startService(env, { log: createLogger('silent'), workers: false });
 const request = (method: string, p: string, body?: unknown) =>
   svc.app.fetch(

@@ -92,18 +92,10 @@ function match(compiled: CompiledRoute[], segments: string[]) {
       else if (segments[i] === '') ok = false;
       else params[s.param] = segments[i];
     }
-    if (ok)
-      found.push({
-        c,
-        params,
-        tail:
-          c.route.tail === undefined
-            ? undefined
-            : segments
-                .slice(c.segments.length)
-                .map((x) => `/${x}`)
-                .join(''),
-      });
+    if (!ok) continue;
+    // What lies below a route that takes any path under it: "/any/thing", or "".
+    const tail = c.route.tail === undefined ? undefined : segments.slice(c.segments.length).reduce((t, x) => `${t}/${x}`, '');
+    found.push({ c, params, tail });
   }
   // A literal segment wins over a parameter: DELETE …/transactions/pending is not a cancel of "pending".
   const literals = (c: CompiledRoute) => c.segments.filter((s) => typeof s === 'string').length;

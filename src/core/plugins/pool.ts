@@ -316,8 +316,11 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
         answer(m).then(
           (value) => !settled && worker.postMessage({ type: 'answer', id: m.id, ok: true, value }),
           (e) => {
-            if (!(e && typeof (e as Thrown).status === 'number')) log.warn({ plugin: id, err: e }, 'plugin request failed');
-            if (!settled) worker.postMessage({ type: 'answer', id: m.id, ok: false, error: asThrown(e) });
+            // An answer with a status is the plugin's to see; anything else (the database failing) is logged, not shown.
+            const known = e && typeof (e as Thrown).status === 'number';
+            if (!known) log.warn({ plugin: id, err: e }, 'plugin request failed');
+            const error = known ? asThrown(e) : { message: 'Internal Server Error', status: 500, code: 'INTERNAL' };
+            if (!settled) worker.postMessage({ type: 'answer', id: m.id, ok: false, error });
           },
         );
       } else if (m.type === 'done') {
