@@ -6,6 +6,7 @@ import type { Db } from '../../db/client.js';
 const KEY = /^[A-Za-z0-9:_-]{1,512}$/;
 /** The largest value stored, as JSON text. */
 export const MAX_VALUE_BYTES = 1 << 20;
+const SWEEP_ODDS = 0.01;
 /** The most keys listKeys answers. */
 export const MAX_LIST = 10_000;
 
@@ -49,6 +50,9 @@ export function pluginKv(prisma: Db, namespace: string) {
         json,
         ttl(ttlSec),
       );
+      // Expired keys are invisible at once and deleted now and then: about one set in a hundred
+      // sweeps its namespace.
+      if (Math.random() < SWEEP_ODDS) await prisma.$executeRawUnsafe('DELETE FROM plugin_kv WHERE namespace = $1 AND expires_at <= now()', namespace);
       return true;
     },
     async del(key: string): Promise<boolean> {
