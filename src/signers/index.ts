@@ -4,7 +4,7 @@
 import { createPrivateKey, createPublicKey, sign as edSign, type KeyObject } from 'node:crypto';
 import { inspect } from 'node:util';
 import { getAddressDecoder, type Address as SolanaAddress } from '@solana/kit';
-import { StrKey } from '@stellar/stellar-sdk';
+import { StrKey } from '@stellar/stellar-base';
 import { bytesToHex, type Address as EvmAddress, type TransactionSerializable } from 'viem';
 import { privateKeyToAccount, type LocalAccount } from 'viem/accounts';
 import { digestAccount, localDigestSigner, transactionSigner, type SignDigest, type SignedEvmTransaction } from './secp256k1.js';

@@ -1,7 +1,7 @@
 // The Stellar chain family: accepts shape C requests and works each transaction through
 // sign -> send -> track, with the relayer's sequence numbers allocated like EVM nonces.
 import { CustodyError } from '../../signers/custody.js';
-import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-sdk';
+import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-base';
 import type { Network } from '../../core/networks.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';

@@ -1,4 +1,4 @@
-import { StrKey } from '@stellar/stellar-sdk';
+import { StrKey } from '@stellar/stellar-base';
 import { z } from 'zod';
 import { graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
 import { boundedInt, jsonMessages, rfc3339Text } from '../../lib/validate.js';

@@ -1,4 +1,5 @@
-import { StrKey, xdr, type rpc as sdkRpc } from '@stellar/stellar-sdk';
+import { StrKey, xdr } from '@stellar/stellar-base';
+import type { rpc as sdkRpc } from '@stellar/stellar-sdk';
 import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../jsonrpc.js';
 
 export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../jsonrpc.js';

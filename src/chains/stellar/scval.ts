@@ -1,4 +1,4 @@
-import { nativeToScVal, StrKey, xdr } from '@stellar/stellar-sdk';
+import { nativeToScVal, StrKey, xdr } from '@stellar/stellar-base';
 import { fieldError } from './request-error.js';
 
 // Contract call arguments arrive as JSON. Typed single-key objects pick the

@@ -1,5 +1,5 @@
 // Finding, on chain, the transaction that used one sequence number of an account.
-import { FeeBumpTransaction, TransactionBuilder } from '@stellar/stellar-sdk';
+import { FeeBumpTransaction, TransactionBuilder } from '@stellar/stellar-base';
 import type { RecordedAtSequence } from './decide.js';
 import type { StellarRpc } from './rpc-client.js';
 

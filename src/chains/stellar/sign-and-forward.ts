@@ -1,7 +1,7 @@
 // Signing without sending (SEP-53 messages, transaction envelopes) and the JSON-RPC passthrough, for
 // Stellar relayers: the Stellar half of core/relayers/sign-and-forward.ts.
 import { createHash } from 'node:crypto';
-import { TransactionBuilder } from '@stellar/stellar-sdk';
+import { TransactionBuilder } from '@stellar/stellar-base';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/domain-error.js';

@@ -1,4 +1,4 @@
-import { xdr } from '@stellar/stellar-sdk';
+import { xdr } from '@stellar/stellar-base';
 import type { StellarRpc } from './rpc-client.js';
 
 export type StellarTxStatus =

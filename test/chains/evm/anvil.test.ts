@@ -9,7 +9,7 @@ import {
   startAnvil,
   type AnvilInstance,
 } from '../../../src/chains/evm/anvil.js';
-import { privateKeyToAccount } from 'viem/accounts';
+import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 
 const started: AnvilInstance[] = [];
 afterAll(async () => {
@@ -21,6 +21,7 @@ describe('startAnvil', () => {
     expect(ANVIL_DEFAULT_MNEMONIC.split(' ')).toHaveLength(12);
     expect(ANVIL_DEV_ADDRESS).toBe('0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266');
     expect(privateKeyToAccount(ANVIL_DEV_PRIVATE_KEY).address).toBe(ANVIL_DEV_ADDRESS);
+    expect(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC).address).toBe(ANVIL_DEV_ADDRESS);
     expect(anvilBinaryPath()).toMatch(/anvil(\.exe)?$/);
   });
 
