@@ -12,6 +12,7 @@ const UNIT = [
   'test/chains/stellar/decide.test.ts',
   'test/core/access/permissions.test.ts',
   'test/core/core.test.ts',
+  'test/core/plugins/plugins.test.ts',
   'test/core/notifications/rules.test.ts',
   'test/core/relayers/rpc.test.ts',
   'test/lib/json.test.ts',

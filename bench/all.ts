@@ -4,7 +4,7 @@
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
-//                        [--only reads,evm,latency,webhooks,start] [--postgres <server url>]
+//                        [--only reads,evm,latency,webhooks,plugins,start] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
 
@@ -28,7 +28,7 @@ const { values: a } = parseArgs({
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,evm,latency,webhooks,start' },
+    only: { type: 'string', default: 'reads,evm,latency,webhooks,plugins,start' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -182,6 +182,21 @@ if (only.has('webhooks')) {
     }
   } else {
     row('webhook receiver down: health and send latency vs healthy', 'bench/webhooks.ts not present', '<= 1.20', null);
+  }
+}
+
+if (only.has('plugins')) {
+  const [r] = await bench('bench/plugins.ts', ['--calls', '100']);
+  const f = r.figures as Record<'start' | 'spare' | 'backToBack' | 'read', { p50: number; p99: number }> | undefined;
+  if (f) {
+    row('plugins: compile and first worker ready, median', `${f.start.p50.toFixed(1)} ms`, '', null);
+    row(
+      'plugins: call with the spare worker ready / REST read',
+      `${(f.spare.p50 / f.read.p50).toFixed(2)} (${f.spare.p50.toFixed(1)} / ${f.read.p50.toFixed(1)} ms)`,
+      '',
+      null,
+    );
+    row('plugins: call back to back, median / p99', `${f.backToBack.p50.toFixed(1)} / ${f.backToBack.p99.toFixed(1)} ms`, '', null);
   }
 }
 

@@ -58,10 +58,14 @@ await build({
     '@turnkey/*',
     'node-vault',
     '@graphql-yoga/render-graphiql',
+    // Plugins are compiled at start-up by esbuild, which runs its own binary from node_modules.
+    'esbuild',
   ],
   // Bundled CommonJS calls require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 });
 // The PGlite thread's file, found beside the code that starts it (db/pglite-thread.ts).
 copyFileSync(`${root}src/db/pglite-thread.mjs`, `${root}dist/pglite-thread.mjs`);
+// The same for a plugin's worker thread (core/plugins/pool.ts).
+copyFileSync(`${root}src/core/plugins/worker.mjs`, `${root}dist/worker.mjs`);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);

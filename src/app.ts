@@ -1,7 +1,7 @@
 import { Response } from '@whatwg-node/fetch';
 import { randomUUID } from 'node:crypto';
 import { createYoga } from 'graphql-yoga';
-import { type Context, requestContext } from './api/graphql/context.js';
+import { type Context, type LocalCall, requestContext } from './api/graphql/context.js';
 import { operationRunner } from './api/graphql/run.js';
 import { graphqlPost, type ServerContext } from './api/graphql/post.js';
 import { maskError } from './api/graphql/app-error.js';
@@ -35,6 +35,8 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
   const schema = buildSchema(rt.families);
   const graphiqlPage = graphiql();
   const mask = maskError(rt.log, (code) => httpOf[code].status);
+  // A plugin's ctx.api calls: REST requests run in process as the plugin's caller (rest is made below).
+  const local: LocalCall = (request, caller, requestId) => rest.local(request, caller, requestId);
   const yoga = createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -51,11 +53,11 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     },
     plugins: [useInputRules(rt.env.maxBodyBytes), limitsPlugin(rt.env.graphqlLimits), rateLimitPlugin(httpOf.RATE_LIMITED.status), operationLabels(rt.metrics)],
     maskedErrors: { maskError: mask },
-    context: ({ requestId, caller }) => requestContext(rt, requestId, caller),
+    context: ({ requestId, caller }) => requestContext(rt, requestId, caller, local),
   });
   const run = operationRunner({ schema, metrics: rt.metrics, mask, rateLimitedStatus: httpOf.RATE_LIMITED.status });
   const rest = createRestHandler(run, rt, schema);
-  const graphql = graphqlPost(yoga, run, rt);
+  const graphql = graphqlPost(yoga, run, rt, rest.local);
   const authenticate = authenticator(rt, apiKey);
   // Refusals before any operation runs: the envelope on REST, a GraphQL error with the code on /graphql.
   const refuse = (isRest: boolean, code: 'UNAUTHORIZED' | 'FORBIDDEN', detail?: string) =>

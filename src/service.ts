@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createApp, type App } from './app.js';
-import { loadConfig } from './config/load.js';
+import { ConfigError, loadConfig } from './config/load.js';
 import { loadSigners } from './config/signers.js';
 import { syncConfig } from './config/sync.js';
 import { openDatabase } from './db/client.js';
@@ -27,6 +27,7 @@ import { applyNetworkOverrides } from './core/networks.js';
 import { closeSigners, signerFor } from './core/signers.js';
 import { followChanges } from './core/follow.js';
 import { CUSTODY_TYPES } from './signers/list.js';
+import { loadPlugins, stopPlugins } from './core/plugins/pool.js';
 
 export interface Service {
   rt: Runtime;
@@ -82,7 +83,13 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   const custodies = new Map(CUSTODY_TYPES.map((c) => [c.type, c]));
   const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
-  const devnet = env.devnet ? await startDevnet(config, env.devnetPort, env.dataDir, log) : undefined;
+  // Compiled and loaded once here: a plugin that does not is a config problem, all listed at once.
+  const { plugins, problems } = await loadPlugins(config.plugins, env.plugins);
+  if (problems.length) throw new ConfigError(config.file, problems);
+  const devnet = await (env.devnet ? startDevnet(config, env.devnetPort, env.dataDir, log) : undefined)?.catch(async (e) => {
+    await stopPlugins(plugins);
+    throw e;
+  });
   const db = await openDatabase({
     databaseUrl: env.databaseUrl,
     dataDir: env.dataDir,
@@ -90,6 +97,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     onIdleError: (err) =>
       log.warn({ code: (err as { code?: string }).code, reason: err.message }, 'an idle database connection failed; the pool opens a new one'),
   }).catch(async (e) => {
+    await stopPlugins(plugins);
     await devnet?.stop();
     throw e;
   });
@@ -115,6 +123,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     held: createHeld(),
     state: createState(),
     metrics: createMetrics(),
+    plugins,
     wake: () => {},
     handOff: null,
     roomForSends: () => undefined,
@@ -124,6 +133,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     await loadCustodySigners(rt);
     await syncConfig(db.prisma, config, signers);
   } catch (e) {
+    await stopPlugins(plugins);
     await db.close();
     redis?.publish.disconnect();
     redis?.subscribe.disconnect();
@@ -134,6 +144,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   watchDatabase(rt);
   const metrics = env.metrics.enabled
     ? await startMetricsServer(rt.metrics.registry, env.host, env.metrics.port, log).catch(async (e: Error) => {
+        await stopPlugins(plugins);
         await db.close();
         redis?.publish.disconnect();
         redis?.subscribe.disconnect();
@@ -156,6 +167,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
       // Each stage is logged: an operator watching a drain sees where it is.
       log.info('stopping workers: finishing the current steps');
       await workers?.stop();
+      await stopPlugins(plugins);
       // Nothing here works on a row any more: another instance may take this one's rows at once.
       const released = await Promise.all([releaseAll(rt, 'transactions'), releaseAll(rt, 'deliveries')]);
       log.info({ transactions: released[0], deliveries: released[1] }, 'workers stopped; leases released');

@@ -47,6 +47,9 @@ const schema = z.object({
   METRICS_ENABLED: bool.default(false),
   METRICS_PORT: port.default(8081),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  PLUGIN_MAX_CONCURRENCY: z.coerce.number().int().positive().max(256).default(4),
+  PLUGIN_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
+  PLUGIN_MEMORY_MB: z.coerce.number().int().min(16).max(16_384).default(128),
 });
 
 export type Env = {
@@ -78,6 +81,8 @@ export type Env = {
   metrics: { enabled: boolean; port: number };
   /** How long SIGTERM/SIGINT may take to drain before the process exits non-zero. */
   shutdownTimeoutMs: number;
+  /** Per plugin: calls running at once, calls waiting beyond those (429 past it), and each call's heap in MB. */
+  plugins: { concurrency: number; queue: number; memoryMb: number };
 };
 
 /** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */
@@ -137,5 +142,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     crashAt: e.RELAYER_CRASH_AT,
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB },
   };
 }

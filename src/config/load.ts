@@ -8,7 +8,8 @@ import type { FamilySpecs, NetworkType } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
 import type { Custodies } from '../signers/custody.js';
-import { configFile, localConfig, networkEntry, notificationEntry, signerEntry, type Secret } from './schema.js';
+import type { PluginConfig } from '../core/plugins/settings.js';
+import { configFile, localConfig, networkEntry, notificationEntry, pluginEntry, signerEntry, type Secret } from './schema.js';
 
 export type SignerConfig = {
   id: string;
@@ -46,6 +47,7 @@ export interface Config {
   signers: Map<string, SignerConfig>;
   notifications: NotificationConfig[];
   relayers: RelayerConfig[];
+  plugins: PluginConfig[];
 }
 
 /** The `{ "type": "env" }` secrets in a parsed custody config, with where each is. */
@@ -280,6 +282,31 @@ export async function loadConfig(
     });
   });
 
+  const plugins: PluginConfig[] = [];
+  const pluginSeen = seenIds('plugin');
+  top.data.plugins.forEach((raw, i) => {
+    const where = entryName('plugins', i, raw);
+    const r = pluginEntry.safeParse(raw);
+    if (!r.success) return void problems.push(...issues(where, r.error));
+    const e = r.data;
+    pluginSeen(e.id, where);
+    const source = path.resolve(base, e.path);
+    if (!existsSync(source)) return void problems.push(`${where}.path: file ${e.path} not found (resolved to ${source})`);
+    plugins.push({
+      id: e.id,
+      path: e.path,
+      file: source,
+      timeout: e.timeout,
+      emitLogs: e.emit_logs,
+      emitTraces: e.emit_traces,
+      forwardLogs: e.forward_logs,
+      rawResponse: e.raw_response,
+      allowGetInvocation: e.allow_get_invocation,
+      config: e.config ?? null,
+      where,
+    });
+  });
+
   if (problems.length) throw new ConfigError(file, problems);
-  return { file, networks, signers, notifications, relayers };
+  return { file, networks, signers, notifications, relayers, plugins };
 }

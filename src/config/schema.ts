@@ -56,12 +56,27 @@ export const notificationEntry = z
   })
   .passthrough();
 
+/** A plugin (the reference's fields); `path` is absolute or relative to the config file's folder. */
+export const pluginEntry = z
+  .object({
+    id: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be 1 to 128 letters, digits, ".", "_" or "-"'),
+    path: z.string().min(1),
+    timeout: z.number().int().positive().max(3600).default(300),
+    emit_logs: z.boolean().default(false),
+    emit_traces: z.boolean().default(false),
+    forward_logs: z.boolean().default(false),
+    raw_response: z.boolean().default(false),
+    allow_get_invocation: z.boolean().default(false),
+    config: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .strict();
+
 export const configFile = z
   .object({
     relayers: z.array(z.unknown()).default([]),
     signers: z.array(z.unknown()).default([]),
     notifications: z.array(z.unknown()).default([]),
     networks: z.union([z.string().min(1), z.array(z.unknown())]).default([]),
-    plugins: z.array(z.unknown()).optional(),
+    plugins: z.array(z.unknown()).default([]),
   })
   .passthrough();

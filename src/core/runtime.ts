@@ -17,6 +17,7 @@ import type { Bucket } from '../lib/bucket.js';
 import type { Crash } from '../lib/crash.js';
 import type { Logger } from '../lib/log.js';
 import type { Metrics } from '../metrics/index.js';
+import type { Plugins } from './plugins/pool.js';
 
 /** Live events carry the transaction row as it was at the change, so subscribers see every step. */
 export type Topics = {
@@ -48,6 +49,8 @@ export interface Runtime {
    * created on first use; core cannot name a family's state. Modules keep none of their own.
    */
   state: StateOf;
+  /** The config file's plugins, compiled, with their workers (core/plugins). */
+  plugins: Plugins;
   /** This runtime's Prometheus metrics (src/metrics): its own registry. */
   metrics: Metrics;
   /** A named crash point (fault-injection tests; does nothing unless RELAYER_CRASH_AT names it). */

@@ -52,6 +52,19 @@ export function createMetrics() {
     buckets: LIFETIME,
     registers,
   });
+  const pluginCalls = new Counter({
+    name: 'relayer_plugin_calls_total',
+    help: 'Plugin calls by plugin and outcome (ok, plugin_error, timeout, memory, exited, busy, refused)',
+    labelNames: ['plugin_id', 'outcome'],
+    registers,
+  });
+  const pluginLatency = new Histogram({
+    name: 'relayer_plugin_call_duration_seconds',
+    help: 'Plugin call latency in seconds, from the request to the answer (queueing included)',
+    labelNames: ['plugin_id', 'outcome'],
+    buckets: SECONDS,
+    registers,
+  });
   const seen = new Set<string>();
   return {
     registry,
@@ -120,6 +133,11 @@ export function createMetrics() {
       if (!seen.has(name) && seen.size >= MAX_OPERATIONS) return 'other';
       seen.add(name);
       return name;
+    },
+    /** One plugin call answered. */
+    pluginCall(pluginId: string, outcome: string, seconds: number) {
+      pluginCalls.inc({ plugin_id: pluginId, outcome });
+      pluginLatency.observe({ plugin_id: pluginId, outcome }, seconds);
     },
     /** Status changes as written (the outbox's events, in order). */
     statusChanged(rows: Transaction[]) {

@@ -2,7 +2,7 @@ import { Request, Response } from '@whatwg-node/fetch';
 import type { Caller } from '../../core/access/keys.js';
 import { type DocumentNode, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
-import { type Context, requestContext } from './context.js';
+import { type Context, type LocalCall, requestContext } from './context.js';
 import { readGraphQLBody } from './input.js';
 import type { OperationRunner } from './run.js';
 import type { Runtime } from '../../core/runtime.js';
@@ -30,7 +30,7 @@ export interface ServerContext {
   labels: HttpLabels;
 }
 
-export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, run: OperationRunner, rt: Runtime) {
+export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, run: OperationRunner, rt: Runtime, local?: LocalCall) {
   const parsed = new Map<string, Parsed>();
   const fetchAPI = { Response } as unknown as Parameters<typeof processRegularResult>[1];
 
@@ -80,7 +80,7 @@ export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, ru
     answered.direct++;
     const result = await run(
       { document: p.document, operationName: operationName as string | undefined, variables: (variables ?? {}) as Record<string, unknown> },
-      requestContext(rt, server.requestId, server.caller),
+      requestContext(rt, server.requestId, server.caller, local),
       server.labels,
     );
     return processRegularResult(result, fetchAPI, accepted) as Response;

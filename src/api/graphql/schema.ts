@@ -7,6 +7,7 @@ import { directTypes } from './sign-and-forward.js';
 import { entityTypes } from './entities.js';
 import { graphqlFields } from './fields.js';
 import { notificationTypes } from './notifications.js';
+import { pluginTypes } from './plugins.js';
 import { rateLimitTransformer } from './rate-limit.js';
 import { relayerTypes } from './relayers.js';
 import { transactionTypes } from './transactions.js';
@@ -24,6 +25,7 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   directTypes(parts);
   entityTypes(parts, relayers);
   apiKeyTypes(parts);
+  pluginTypes(parts);
   const schema = builder.toSchema({ sortSchema: true });
   checkEveryRootField(schema);
   return rateLimitTransformer().rateLimitDirectiveTransformer(schema);

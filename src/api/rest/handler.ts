@@ -2,7 +2,7 @@ import { Response } from '@whatwg-node/fetch';
 import type { Caller } from '../../core/access/keys.js';
 import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import { requestContext } from '../graphql/context.js';
+import { type LocalCall, requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
@@ -80,18 +80,22 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
 }
 
 function match(compiled: CompiledRoute[], segments: string[]) {
-  const found: { c: CompiledRoute; params: Record<string, string> }[] = [];
+  const found: { c: CompiledRoute; params: Record<string, string>; tail?: string }[] = [];
   for (const c of compiled) {
-    if (c.segments.length !== segments.length) continue;
+    const below = c.route.tail !== undefined && segments.length > c.segments.length;
+    if (c.segments.length !== segments.length && !below) continue;
     const params: Record<string, string> = {};
     let ok = true;
-    for (let i = 0; i < segments.length && ok; i++) {
+    for (let i = 0; i < c.segments.length && ok; i++) {
       const s = c.segments[i];
       if (typeof s === 'string') ok = s === segments[i];
       else if (segments[i] === '') ok = false;
       else params[s.param] = segments[i];
     }
-    if (ok) found.push({ c, params });
+    if (!ok) continue;
+    // What lies below a route that takes any path under it: "/any/thing", or "".
+    const tail = c.route.tail === undefined ? undefined : segments.slice(c.segments.length).reduce((t, x) => `${t}/${x}`, '');
+    found.push({ c, params, tail });
   }
   // A literal segment wins over a parameter: DELETE …/transactions/pending is not a cancel of "pending".
   const literals = (c: CompiledRoute) => c.segments.filter((s) => typeof s === 'string').length;
@@ -162,9 +166,16 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     return issues.length ? undefined : (value as Record<string, unknown>);
   }
 
-  function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, text: string, issues: string[]) {
+  function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, text: string, issues: string[], tail?: string) {
     const { route } = c;
     const variables: Record<string, unknown> = {};
+    if (route.tail !== undefined) {
+      try {
+        variables[route.tail] = decodeURIComponent(tail ?? '');
+      } catch {
+        issues.push('route: invalid percent-encoding in the path');
+      }
+    }
     for (const [name, p] of Object.entries(route.pathParams)) {
       try {
         const text = decodeURIComponent(params[name]);
@@ -190,7 +201,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     }
     if (route.body) {
       const body = readBody(text, issues, !!route.body.json);
-      if (body && route.body.json) variables[route.body.variable] = body;
+      if (body && route.body.json) variables[route.body.variable] = route.body.map ? route.body.map(body) : body;
       else if (body) {
         // A body of several shapes: here only what GraphQL could not carry; the shape of the
         // relayer's type (one the document shows) is checked by the service.
@@ -198,11 +209,71 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         variables[route.body.variable] = graphqlNames(body);
       }
     }
+    if (route.whole)
+      Object.assign(variables, route.whole(request, url, route.body && variables[route.body.variable], String(variables[route.tail ?? ''] ?? '')));
     return variables;
   }
 
+  async function handle(request: Request, ctx: RestContext): Promise<Response> {
+    const url = new URL(request.url);
+    const path = normalise(url.pathname);
+    if (isPublicPath(path)) {
+      if (ctx.labels) ctx.labels.endpoint = path;
+      if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
+      if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
+      return new Response((docs ??= docsPage(JSON.parse(openApiText()))), {
+        headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP },
+      });
+    }
+    const found = match(compiled, path.split('/').slice(1));
+    if (!found.length) {
+      const later = laterFeature(path.split('/').slice(1));
+      return fail(404, 'Not Found', later ?? `no route ${path}`);
+    }
+    if (ctx.labels) ctx.labels.endpoint = found[0].c.route.path;
+    const hit = found.find((f) => f.c.route.method === request.method);
+    if (!hit) {
+      const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
+      return fail(405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { Allow: allow });
+    }
+    let body = '';
+    if (hit.c.route.body) {
+      let notUtf8 = false;
+      try {
+        body = await readBodyText(request, rt.env.maxBodyBytes);
+      } catch (e) {
+        if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
+        if (!(e instanceof InvalidUtf8)) throw e;
+        [body, notUtf8] = [e.text, true];
+      }
+      // An empty body is "body: required" (400) whatever its type; any other must be JSON.
+      const type = request.headers.get('content-type');
+      if (body.length > 0 && !isJsonContentType(type)) {
+        return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${type ?? 'no Content-Type'})`);
+      }
+      if (notUtf8) return failWith('BAD_REQUEST', describe(utf8Issues(body)));
+    }
+    const issues: string[] = [];
+    const variables = variablesFor(hit.c, hit.params, url, request, body, issues, hit.tail);
+    if (issues.length) return failWith('BAD_REQUEST', describe(issues));
+
+    const result = await run(
+      { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited },
+      requestContext(rt, ctx.requestId, ctx.caller, local),
+      ctx.labels,
+    );
+    if (result.errors?.length) return errorResponse(result.errors[0]);
+    if (hit.c.route.respond) return hit.c.route.respond(result.data);
+    const out = hit.c.route.result(result.data);
+    if (hit.c.route.raw) return json(hit.c.route.status, out.data);
+    return ok(out.data, out.pagination, hit.c.route.status);
+  }
+  const local: LocalCall = (request, caller, requestId) => handle(request, { requestId, caller });
+
   return {
     routes: compiled,
+    local,
+    handle,
     isPublic: (request: Request) => {
       const path = normalise(new URL(request.url).pathname);
       if (request.method !== 'GET') return false;
@@ -212,61 +283,6 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     unauthorized: () => failWith('UNAUTHORIZED'),
     forbidden: (detail: string) => failWith('FORBIDDEN', detail),
     internalError: () => failWith('INTERNAL'),
-
-    async handle(request: Request, ctx: RestContext): Promise<Response> {
-      const url = new URL(request.url);
-      const path = normalise(url.pathname);
-      if (isPublicPath(path)) {
-        if (ctx.labels) ctx.labels.endpoint = path;
-        if (request.method !== 'GET') return fail(405, 'Method Not Allowed', `use GET on ${path}`, { Allow: 'GET' });
-        if (path === OPENAPI_PATH) return new Response(openApiText(), { headers: { 'content-type': 'application/json' } });
-        return new Response((docs ??= docsPage(JSON.parse(openApiText()))), {
-          headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP },
-        });
-      }
-      const found = match(compiled, path.split('/').slice(1));
-      if (!found.length) {
-        const later = laterFeature(path.split('/').slice(1));
-        return fail(404, 'Not Found', later ?? `no route ${path}`);
-      }
-      if (ctx.labels) ctx.labels.endpoint = found[0].c.route.path;
-      const hit = found.find((f) => f.c.route.method === request.method);
-      if (!hit) {
-        const allow = [...new Set(found.map((f) => f.c.route.method))].join(', ');
-        return fail(405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { Allow: allow });
-      }
-      let body = '';
-      if (hit.c.route.body) {
-        let notUtf8 = false;
-        try {
-          body = await readBodyText(request, rt.env.maxBodyBytes);
-        } catch (e) {
-          if (e instanceof BodyTooLarge) return fail(413, 'Payload Too Large', e.message);
-          if (!(e instanceof InvalidUtf8)) throw e;
-          [body, notUtf8] = [e.text, true];
-        }
-        // An empty body is "body: required" (400) whatever its type; any other must be JSON.
-        const type = request.headers.get('content-type');
-        if (body.length > 0 && !isJsonContentType(type)) {
-          return fail(415, 'Unsupported Media Type', `send the body as application/json (got ${type ?? 'no Content-Type'})`);
-        }
-        if (notUtf8) return failWith('BAD_REQUEST', describe(utf8Issues(body)));
-      }
-      const issues: string[] = [];
-      const variables = variablesFor(hit.c, hit.params, url, request, body, issues);
-      if (issues.length) return failWith('BAD_REQUEST', describe(issues));
-
-      const result = await run(
-        { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited },
-        requestContext(rt, ctx.requestId, ctx.caller),
-        ctx.labels,
-      );
-      if (result.errors?.length) return errorResponse(result.errors[0]);
-      if (hit.c.route.respond) return hit.c.route.respond(result.data);
-      const out = hit.c.route.result(result.data);
-      if (hit.c.route.raw) return json(hit.c.route.status, out.data);
-      return ok(out.data, out.pagination, hit.c.route.status);
-    },
   };
 }
 

@@ -5,6 +5,7 @@ import type { CompiledRoute } from './handler.js';
 import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
 import { apiKeySchemas } from './api-keys.js';
+import { pluginSchemas } from './plugins.js';
 import { policyKindsOf, restRecords, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
 
@@ -104,7 +105,7 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     name: 'NotFound',
     message: 'Relayer with ID my-relayer not found',
     description:
-      'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`), transaction, signer (`Signer with ID <id> not found`) or network (`Network with ID <id> not found`).',
+      'Unknown relayer (`Relayer with ID <id> not found`), notification (`Notification not found`), transaction, signer (`Signer with ID <id> not found`), network (`Network with ID <id> not found`) or plugin (`Plugin with id <id> not found`).',
   },
   405: { name: 'MethodNotAllowed', message: 'Method Not Allowed', description: 'The path exists but not with this method; see the Allow header.' },
   409: {
@@ -119,6 +120,11 @@ const ERRORS: Record<number, { name: string; message: string; description: strin
     name: 'TooManyRequests',
     message: httpOf.RATE_LIMITED.message!,
     description: "The caller's request budget is spent; retry after Retry-After seconds.",
+  },
+  504: {
+    name: 'GatewayTimeout',
+    message: 'plugin my-plugin did not answer within 300 s and was stopped',
+    description: 'A plugin ran past its timeout and was stopped.',
   },
   503: { name: 'ServiceUnavailable', message: 'Service Unavailable', description: 'Not ready: the readiness document names the failing component.' },
   500: { name: 'InternalServerError', message: httpOf.INTERNAL.message!, description: 'Server failure.' },
@@ -219,6 +225,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
       { name: 'Signers' },
       { name: 'Networks' },
       { name: 'API keys' },
+      { name: 'Plugins' },
       { name: 'Health' },
       { name: 'Not available yet' },
     ],
@@ -230,6 +237,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
         ...directSchemas,
         ...entitySchemas,
         ...apiKeySchemas,
+        ...pluginSchemas,
         ...familySchemas(families.list, defs),
         ...defs,
         Metadata: {

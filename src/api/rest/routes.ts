@@ -25,6 +25,7 @@ import { directRoutes } from './sign-and-forward.js';
 import { paging, snakeShape } from './fields.js';
 import { entityRoutes } from './entities.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { pluginRoutes } from './plugins.js';
 import { notificationRecord, orList, paginationRecord, restRecords } from './records.js';
 
 // The REST surface, one entry per route: the single source of the adapter (handler.ts) and of the
@@ -44,7 +45,7 @@ export interface Route<TData = any> {
   method: Method;
   /** With `{name}` path parameters; a trailing slash is accepted on every route. */
   path: string;
-  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'API keys' | 'Health';
+  tag: 'Relayers' | 'Transactions' | 'Notifications' | 'Signers' | 'Networks' | 'API keys' | 'Plugins' | 'Health';
   summary: string;
   description?: string;
   /** The section of the interface spec the route implements; absent for routes beyond it. */
@@ -60,6 +61,10 @@ export interface Route<TData = any> {
   pathParams: Record<string, { gql: string; description: string; schema?: z.ZodType }>;
   /** Query parameters by name (each optional), checked by and documented from their schemas. */
   query?: z.ZodObject;
+  /** The route also takes any path below it (`…/call/any/thing`): `/any/thing` goes in this variable ("" for none). */
+  tail?: string;
+  /** Variables from the request as a whole (a plugin call forwards its method, headers and query), given the body's variable and the tail. */
+  whole?(request: Request, url: URL, body: unknown, tail: string): Record<string, unknown>;
   /** Request headers (lower-case names) mapped to variables. */
   headers?: Record<string, { gql: string; name: string; schema: z.ZodType }>;
   body?: {
@@ -72,6 +77,8 @@ export interface Route<TData = any> {
     shapes?: readonly FamilySpec[];
     /** The whole body (a JSON object or array) is the variable as it is, checked by the service; its JSON Schema. */
     json?: Record<string, unknown>;
+    /** The body's variable made from the body (json bodies). */
+    map?(body: unknown): unknown;
   };
   status: number;
   /** The answer is `data` itself, not the envelope (the JSON-RPC passthrough). */
@@ -359,6 +366,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
     ...directRoutes,
     ...entityRoutes(records, families.types),
     ...apiKeyRoutes(),
+    ...pluginRoutes(),
   ];
 }
 

@@ -184,17 +184,6 @@ export const directSchemas: Record<string, JsonSchema> = {
  */
 export const laterRoutes: { prefix: string[]; feature: string; paths: { method: string; path: string }[] }[] = [
   {
-    prefix: ['api', 'v1', 'plugins'],
-    feature: 'Plugins',
-    paths: [
-      { method: 'GET', path: '/api/v1/plugins' },
-      { method: 'GET', path: '/api/v1/plugins/{plugin_id}' },
-      { method: 'PATCH', path: '/api/v1/plugins/{plugin_id}' },
-      { method: 'GET', path: '/api/v1/plugins/{plugin_id}/call' },
-      { method: 'POST', path: '/api/v1/plugins/{plugin_id}/call' },
-    ],
-  },
-  {
     prefix: ['api', 'v1', 'relayers', '*', 'transactions', 'sponsored'],
     feature: 'Sponsored (gasless) transactions',
     paths: [

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePermission } from '../../../src/core/access/permissions.js';
 import { postgresReachable } from '../../support/postgres.js';
@@ -14,7 +15,21 @@ import { FAMILY_SPECS } from '../../../src/chains/list.js';
 import { familySpecs } from '../../../src/core/registry.js';
 
 const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
-const TABLES = ['relayers', 'transactions', 'transaction_counts', 'notifications', 'deliveries', 'tombstones', 'signers', 'network_overrides', 'api_keys'];
+const TABLES = [
+  'relayers',
+  'transactions',
+  'transaction_counts',
+  'notifications',
+  'deliveries',
+  'tombstones',
+  'signers',
+  'network_overrides',
+  'api_keys',
+  'plugin_kv',
+  'plugin_locks',
+  'plugin_settings',
+];
+const ECHO = fileURLToPath(new URL('../../plugins/fixtures/echo.ts', import.meta.url));
 const NETWORK = 'evm:localnet';
 
 type Vars = Record<string, string>;
@@ -303,6 +318,21 @@ const CASES: Case[] = [
     rest: (v) => ['DELETE', `/api/v1/api-keys/${v.id}`],
     gql: (v) => [`mutation { deleteApiKey(id: "${v.id}") }`],
   },
+  // Plugins.
+  { field: 'plugins', list: true, need: 'plugin:echo:read', rest: () => ['GET', '/api/v1/plugins'], gql: () => ['{ plugins { items { id } } }'] },
+  { field: 'plugin', need: 'plugin:echo:read', rest: () => ['GET', '/api/v1/plugins/echo'], gql: () => ['{ plugin(id: "echo") { id } }'] },
+  {
+    field: 'updatePlugin',
+    need: 'plugin:echo:manage',
+    rest: () => ['PATCH', '/api/v1/plugins/echo', { emit_logs: true }],
+    gql: () => ['mutation { updatePlugin(id: "echo", input: { emitLogs: false }) { id } }'],
+  },
+  {
+    field: 'callPlugin',
+    need: 'plugin:echo:execute',
+    rest: () => ['POST', '/api/v1/plugins/echo/call', { params: { a: 1 } }],
+    gql: () => ['mutation { callPlugin(id: "echo", params: { a: 1 }) { status } }'],
+  },
   // No permission: readiness (served without a key too).
   { field: 'readiness', need: null, rest: () => ['GET', '/api/v1/ready'], gql: () => ['{ readiness }'] },
 ];
@@ -357,7 +387,10 @@ describe.each([
       db,
       anvil: true,
       env: { RATE_LIMIT_BURST_SIZE: '10000', SIGNER_STORE_KEY: 'a-signer-store-key-of-32-characters-or-more' },
-      config: ({ rpcUrl }) => evmConfig(rpcUrl, { relayer: { notification_id: 'hook' }, notifications: [{ id: 'hook', type: 'webhook', url: hookUrl }] }),
+      config: ({ rpcUrl }) => ({
+        ...evmConfig(rpcUrl, { relayer: { notification_id: 'hook' }, notifications: [{ id: 'hook', type: 'webhook', url: hookUrl }] }),
+        plugins: [{ id: 'echo', path: ECHO }],
+      }),
     });
     // What needs the workers: a mined transaction (its nonce) and deliveries the receiver took.
     const tx = await send(svc);

@@ -1,6 +1,6 @@
 // OpenZeppelin Relayer's own client, as a team moving to this service would call it: every method of
 // the client that this service offered before the signing and RPC routes (relayers, transactions,
-// notifications), and the route families left for later, which answer 404 in the envelope.
+// notifications), its plugins with none configured, and the routes left for later, which answer 404 in the envelope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RECEIVER } from '../helpers.js';
 import { evmConfig, startTestService, type TestService } from '../../../support/service.js';
@@ -91,21 +91,31 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     expect({ status: conflict.status, message: conflict.body.message }).toEqual({ status: 409, message: 'Notification with this ID already exists' });
   });
 
-  it('answers the route families left for later (plugins, sponsored transactions) with 404 in the envelope', async () => {
-    const cases: [() => Promise<unknown>, string][] = [
-      [() => client.plugins.listPlugins(1, 10), 'Plugins: not available on this service yet'],
-      [() => client.plugins.getPlugin('p1'), 'Plugins: not available on this service yet'],
-      [() => client.plugins.callPlugin('p1', { params: {} } as never), 'Plugins: not available on this service yet'],
-      [() => client.plugins.callPluginGet('p1'), 'Plugins: not available on this service yet'],
-      [() => client.plugins.updatePlugin('p1', {} as never), 'Plugins: not available on this service yet'],
-      [() => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never), 'Sponsored (gasless) transactions: not available on this service yet'],
-      [() => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never), 'Sponsored (gasless) transactions: not available on this service yet'],
+  it('answers no plugins when none are configured, and sponsored transactions with 404 in the envelope', async () => {
+    const list = await client.plugins.listPlugins(1, 10);
+    expect(list.data).toMatchObject({ success: true, data: [], pagination: { current_page: 1, per_page: 10, total_items: 0 } });
+    const plugin = 'Plugin with id p1 not found';
+    const cases: [() => Promise<unknown>, string, string][] = [
+      [() => client.plugins.getPlugin('p1'), plugin, plugin],
+      [() => client.plugins.callPlugin('p1', { params: {} } as never), plugin, plugin],
+      [() => client.plugins.callPluginGet('p1'), plugin, plugin],
+      [() => client.plugins.updatePlugin('p1', {} as never), plugin, plugin],
+      [
+        () => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never),
+        'Not Found',
+        'Sponsored (gasless) transactions: not available on this service yet',
+      ],
+      [
+        () => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never),
+        'Not Found',
+        'Sponsored (gasless) transactions: not available on this service yet',
+      ],
     ];
-    for (const [call, error] of cases) {
+    for (const [call, message, error] of cases) {
       const res = await sdkError(call(), error);
-      expect({ status: res.status, message: res.body.message, error: res.body.error }).toEqual({ status: 404, message: 'Not Found', error });
+      expect({ status: res.status, message: res.body.message, error: res.body.error }).toEqual({ status: 404, message, error });
     }
-    // Still behind the token, like every other route.
+    // Behind the token, like every other route.
     const anonymous = await svc.request('GET', '/api/v1/plugins', undefined, { authorization: '' });
     expect(anonymous.status).toBe(401);
   });

@@ -1,0 +1,353 @@
+import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import { build } from 'esbuild';
+import type { Logger } from '../../lib/log.js';
+import type { Runtime } from '../runtime.js';
+import { keyProblem, MAX_VALUE_BYTES, pluginKv } from './kv.js';
+import { type CallResult, ended, keepLine, type LogEntry, MAX_ENTRIES, succeeded, threw, type Thrown, WAIT_DONE } from './outcome.js';
+import type { PluginConfig, PluginSettings } from './settings.js';
+
+// Plugins run in worker threads (core/plugins/worker.mjs), one call per worker: a fresh worker for
+// each call, with a heap bound, stopped at its timeout; a spare one started ahead keeps start-up
+// off the call's path. A plugin runs at most `concurrency` calls at once and keeps at most `queue`
+// waiting; past that a call is answered 429.
+
+const WORKER_URL = new URL('./worker.mjs', import.meta.url);
+
+export interface PluginLimits {
+  concurrency: number;
+  queue: number;
+  memoryMb: number;
+}
+
+/** The context a call gives the handler, besides api and kv. */
+export interface CallContext {
+  params: unknown;
+  headers: Record<string, string[]>;
+  route: string;
+  method: string;
+  query: Record<string, string[]>;
+}
+
+/** Runs one of ctx.api's operations as the caller, through the service's own API; rejects with the Thrown fields. */
+export type PluginApi = (op: ApiOp, relayerId: string, payload: unknown) => Promise<unknown>;
+export const API_OPS = ['sendTransaction', 'getTransaction', 'getRelayer', 'getRelayerStatus', 'signTransaction', 'rpc'] as const;
+export type ApiOp = (typeof API_OPS)[number];
+
+interface Started {
+  worker: Worker;
+  /** Resolves once the plugin's code is loaded; rejects with why it could not be. */
+  ready: Promise<void>;
+  /** The worker's output lines before the call took it. */
+  output: LogEntry[];
+}
+
+export interface LoadedPlugin {
+  config: PluginConfig;
+  code: string;
+  spare?: Started;
+  running: number;
+  waiting: (() => void)[];
+}
+
+export interface Plugins {
+  byId: Map<string, LoadedPlugin>;
+  limits: PluginLimits;
+  /** Workers running or spare, to stop them all on shutdown. */
+  workers: Set<Worker>;
+  stopped: boolean;
+}
+
+/** A plugin's source as one CommonJS module: its own files bundled, package imports left to resolve from its folder. */
+export async function compile(file: string): Promise<string> {
+  const out = await build({
+    entryPoints: [file],
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node22',
+    write: false,
+    logLevel: 'silent',
+  });
+  return out.outputFiles[0].text;
+}
+
+function start(plugins: Plugins, p: LoadedPlugin): Started {
+  const mb = plugins.limits.memoryMb;
+  const worker = new Worker(WORKER_URL, {
+    workerData: { file: p.config.file, code: p.code },
+    resourceLimits: { maxOldGenerationSizeMb: mb, maxYoungGenerationSizeMb: Math.max(4, Math.min(32, Math.floor(mb / 4))), stackSizeMb: 4 },
+    // The service's environment (API_KEY, DATABASE_URL, ...) is not the plugin's.
+    env: {},
+    execArgv: [],
+    stdout: true,
+    stderr: true,
+  });
+  worker.unref();
+  plugins.workers.add(worker);
+  worker.once('exit', () => plugins.workers.delete(worker));
+  const output: LogEntry[] = [];
+  worker.stdout.on('data', (b: Buffer) => keepLine(output, 'log', b.toString().trimEnd()));
+  worker.stderr.on('data', (b: Buffer) => keepLine(output, 'error', b.toString().trimEnd()));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onMessage = (m: { type?: string; error?: Thrown }) => {
+      if (m?.type === 'ready') resolve();
+      else if (m?.type === 'failed') reject(new Error(m.error?.message ?? 'the plugin failed to load'));
+      else return;
+      worker.off('message', onMessage);
+    };
+    worker.on('message', onMessage);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the plugin's worker exited (code ${code}) while loading`)));
+  });
+  ready.catch(() => worker.terminate());
+  return { worker, ready, output };
+}
+
+/**
+ * Compiles each plugin and loads it in a first (spare) worker: a plugin that does not compile or
+ * load is a problem named by its config entry, all of them listed at once.
+ */
+export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits): Promise<{ plugins: Plugins; problems: string[] }> {
+  const plugins: Plugins = { byId: new Map(), limits, workers: new Set(), stopped: false };
+  const loaded = await Promise.all(
+    configs.map(async (config): Promise<LoadedPlugin | string> => {
+      let code: string;
+      try {
+        code = await compile(config.file);
+      } catch (e) {
+        const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
+        const why = errors?.length
+          ? errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}: ${x.text}` : x.text)).join('; ')
+          : (e as Error).message;
+        return `${config.where}.path: does not compile: ${why}`;
+      }
+      const p: LoadedPlugin = { config, code, running: 0, waiting: [] };
+      const spare = start(plugins, p);
+      try {
+        await spare.ready;
+      } catch (e) {
+        return `${config.where}.path: does not load: ${(e as Error).message}`;
+      }
+      p.spare = spare;
+      return p;
+    }),
+  );
+  const problems = loaded.filter((p): p is string => typeof p === 'string');
+  for (const p of loaded) if (typeof p !== 'string') plugins.byId.set(p.config.id, p);
+  if (problems.length) await stopPlugins(plugins);
+  return { plugins, problems };
+}
+
+export async function stopPlugins(plugins: Plugins) {
+  plugins.stopped = true;
+  await Promise.all([...plugins.workers].map((w) => w.terminate()));
+}
+
+/** The spare worker, replaced by a new one, or a new worker when there is none. */
+function take(plugins: Plugins, p: LoadedPlugin): Started {
+  const taken = p.spare ?? start(plugins, p);
+  p.spare = plugins.stopped ? undefined : start(plugins, p);
+  return taken;
+}
+
+/** Waits for a slot of the plugin's; false when its queue is full. The slot is given back with `leave`. */
+export async function enter(plugins: Plugins, p: LoadedPlugin): Promise<boolean> {
+  if (p.running < plugins.limits.concurrency) {
+    p.running++;
+    return true;
+  }
+  if (p.waiting.length >= plugins.limits.queue) return false;
+  // The slot is handed over by `leave`, so no call can take it in between.
+  await new Promise<void>((resolve) => p.waiting.push(resolve));
+  return true;
+}
+
+export function leave(p: LoadedPlugin) {
+  const next = p.waiting.shift();
+  if (next) next();
+  else p.running--;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const apiError = (message: string, status: number, code: string): Thrown => ({ message, status, code });
+
+/** The Thrown fields of an error answered to the worker. */
+function asThrown(e: unknown): Thrown {
+  const o = (e ?? {}) as Thrown;
+  return { message: typeof o.message === 'string' ? o.message : String(e), status: o.status, code: o.code, details: o.details };
+}
+
+/** Runs one call in a worker of the plugin, under its settings; never rejects. */
+export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSettings, ctx: CallContext, api: PluginApi, log: Logger): Promise<CallResult> {
+  const plugins = rt.plugins;
+  const { id } = p.config;
+  const { worker, ready, output } = take(plugins, p);
+  try {
+    await ready;
+  } catch (e) {
+    return ended('exited', 500, `plugin ${id} could not start: ${(e as Error).message}`);
+  }
+  const logs: LogEntry[] = [...output];
+  const traces: unknown[] = [];
+  const kv = pluginKv(rt.prisma, id);
+  const locks = new Map<string, string>();
+  let settled = false;
+
+  const forward = (entry: LogEntry) => {
+    if (!settings.forwardLogs) return;
+    const level = entry.level === 'error' ? 'error' : entry.level === 'warn' ? 'warn' : entry.level === 'debug' || entry.level === 'trace' ? 'debug' : 'info';
+    log[level]({ plugin: id }, entry.message);
+  };
+  output.forEach(forward);
+  const line = (level: string, message: string) => {
+    if (keepLine(logs, level, message)) forward(logs[logs.length - 1]);
+  };
+  worker.stdout.removeAllListeners('data').on('data', (b: Buffer) => line('log', b.toString().trimEnd()));
+  worker.stderr.removeAllListeners('data').on('data', (b: Buffer) => line('error', b.toString().trimEnd()));
+
+  async function kvOp(m: Record<string, unknown>): Promise<unknown> {
+    const op = m.op;
+    if (op === 'listKeys') return kv.listKeys(typeof m.pattern === 'string' ? m.pattern : '*');
+    if (op === 'clear') return kv.clear();
+    const problem = keyProblem(m.key);
+    if (problem) throw apiError(problem, 400, 'INVALID_KEY');
+    const key = m.key as string;
+    if (op === 'get') return kv.get(key);
+    if (op === 'del') return kv.del(key);
+    if (op === 'exists') return kv.exists(key);
+    if (op === 'set') {
+      if (typeof m.value !== 'string') throw apiError('value must be JSON', 400, 'INVALID_VALUE');
+      if (Buffer.byteLength(m.value) > MAX_VALUE_BYTES) throw apiError(`value is larger than ${MAX_VALUE_BYTES} bytes of JSON`, 400, 'VALUE_TOO_LARGE');
+      const ttl = typeof m.ttlSec === 'number' && Number.isFinite(m.ttlSec) && m.ttlSec > 0 ? Math.min(m.ttlSec, 10 * 365 * 86400) : undefined;
+      return kv.set(key, m.value, ttl);
+    }
+    throw apiError(`unknown kv operation ${String(op)}`, 400, 'INVALID_OPERATION');
+  }
+
+  async function lock(m: Record<string, unknown>): Promise<string | null> {
+    const problem = keyProblem(m.key);
+    if (problem) throw apiError(problem, 400, 'INVALID_KEY');
+    const key = m.key as string;
+    const ttl = typeof m.ttlSec === 'number' && m.ttlSec > 0 ? Math.min(m.ttlSec, 3600) : 30;
+    const owner = randomUUID();
+    for (let wait = 25; !settled; wait = Math.min(wait * 2, 250)) {
+      if (await kv.lock(key, owner, ttl)) {
+        // Taken after the call ended: give it back at once.
+        if (settled) await kv.unlock(key, owner);
+        else locks.set(owner, key);
+        return owner;
+      }
+      if (m.onBusy === 'skip') return null;
+      if (m.onBusy !== 'wait') throw apiError('lock busy', 409, 'LOCK_BUSY');
+      await sleep(wait);
+    }
+    return null;
+  }
+
+  async function waitFor(m: Record<string, unknown>): Promise<unknown> {
+    const options = (m.options ?? {}) as { interval?: unknown; timeout?: unknown };
+    const interval = typeof options.interval === 'number' && options.interval > 0 ? Math.max(50, options.interval) : 5000;
+    const timeout = typeof options.timeout === 'number' && options.timeout > 0 ? options.timeout : 60_000;
+    const relayerId = String(m.relayerId);
+    const transactionId = String(m.transactionId);
+    const until = Date.now() + timeout;
+    const events = rt.pubsub.subscribe('transaction:id', transactionId)[Symbol.asyncIterator]();
+    try {
+      while (!settled) {
+        const tx = (await api('getTransaction', relayerId, { transactionId })) as { status?: string };
+        if (WAIT_DONE.has(String(tx?.status))) return tx;
+        if (Date.now() >= until) throw apiError(`Transaction ${transactionId} timed out after ${timeout}ms`, 504, 'WAIT_TIMEOUT');
+        // A status change wakes the wait early; the interval is the fallback.
+        await Promise.race([sleep(Math.min(interval, until - Date.now())), events.next()]);
+      }
+      return null;
+    } finally {
+      void events.return?.();
+    }
+  }
+
+  async function answer(m: Record<string, unknown>): Promise<unknown> {
+    switch (m.kind) {
+      case 'api': {
+        const op = m.op as ApiOp;
+        if (!API_OPS.includes(op)) throw apiError(`unknown relayer operation ${String(m.op)}`, 400, 'INVALID_OPERATION');
+        if (traces.length < MAX_ENTRIES) traces.push({ relayerId: String(m.relayerId), method: op, payload: m.payload ?? null });
+        return api(op, String(m.relayerId), m.payload);
+      }
+      case 'wait':
+        if (traces.length < MAX_ENTRIES)
+          traces.push({ relayerId: String(m.relayerId), method: 'transactionWait', payload: { transactionId: String(m.transactionId) } });
+        return waitFor(m);
+      case 'kv':
+        return kvOp(m);
+      case 'lock':
+        return lock(m);
+      case 'unlock': {
+        const key = locks.get(String(m.token));
+        if (key === undefined) return false;
+        locks.delete(String(m.token));
+        await kv.unlock(key, String(m.token));
+        return true;
+      }
+      default:
+        throw apiError(`unknown request ${String(m.kind)}`, 400, 'INVALID_OPERATION');
+    }
+  }
+
+  const timeoutMs = settings.timeout * 1000;
+  const result = await new Promise<CallResult>((resolve) => {
+    const finish = (r: CallResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const timer = setTimeout(
+      () => finish(ended('timeout', 504, `plugin ${id} did not answer within ${settings.timeout} s and was stopped`, logs, traces)),
+      timeoutMs,
+    );
+    worker.on('message', (m: Record<string, unknown>) => {
+      if (settled || m === null || typeof m !== 'object') return;
+      if (m.type === 'log') line(String(m.level), String(m.message));
+      else if (m.type === 'ask') {
+        answer(m).then(
+          (value) => !settled && worker.postMessage({ type: 'answer', id: m.id, ok: true, value }),
+          (e) => {
+            // An answer with a status is the plugin's to see; anything else (the database failing) is logged, not shown.
+            const known = e && typeof (e as Thrown).status === 'number';
+            if (!known) log.warn({ plugin: id, err: e }, 'plugin request failed');
+            const error = known ? asThrown(e) : { message: 'Internal Server Error', status: 500, code: 'INTERNAL' };
+            if (!settled) worker.postMessage({ type: 'answer', id: m.id, ok: false, error });
+          },
+        );
+      } else if (m.type === 'done') {
+        if (m.ok) {
+          let data: unknown = null;
+          try {
+            data = JSON.parse(String(m.json));
+          } catch {
+            return finish(threw({ message: "the handler's result is not JSON" }, logs, traces));
+          }
+          finish(succeeded(data, logs, traces, settings.rawResponse));
+        } else finish(threw(asThrown(m.error), logs, traces));
+      }
+    });
+    worker.on('error', (e: Error & { code?: string }) =>
+      finish(
+        e.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? ended('memory', 500, `plugin ${id} ran out of memory (limit ${plugins.limits.memoryMb} MB) and was stopped`, logs, traces)
+          : threw({ message: `plugin ${id} failed: ${e.message}` }, logs, traces),
+      ),
+    );
+    worker.on('exit', (code) => finish(ended('exited', 500, `plugin ${id} exited (code ${code}) before answering`, logs, traces)));
+    worker.postMessage({ type: 'call', ctx: { ...ctx, config: settings.config } });
+  });
+  void worker.terminate();
+  await Promise.all(
+    [...locks].map(([owner, key]) => kv.unlock(key, owner).catch((err) => log.warn({ plugin: id, err }, 'plugin lock not released; it expires'))),
+  );
+  return { ...result, logs: settings.emitLogs ? result.logs : [], traces: settings.emitTraces ? result.traces : [] };
+}

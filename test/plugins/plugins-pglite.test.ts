@@ -1,0 +1,3 @@
+import { pluginSuite } from './suite.js';
+
+pluginSuite('pglite');
