@@ -1,5 +1,5 @@
 import { byNonce } from '../../core/step-runner.js';
-import { claimMinedNonces } from '../../core/transactions/store.js';
+import { claimMinedNonces, type NonceRange } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
 import type { Hex } from 'viem';
@@ -56,12 +56,17 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
     const lowest = from > seen ? from : seen;
     const below = w.seen < upTo + 1n ? w.seen : upTo + 1n;
     if (below > lowest)
-      claimMined(rt, ctx.relayer.id, lowest, below).catch((err) => rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'));
+      claimMined(rt, [{ relayerId: ctx.relayer.id, from: lowest, below }]).catch((err) =>
+        rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'),
+      );
   }
   if (held) {
     w.window = held.size;
     const open = w.seen + BigInt(held.size);
-    if (open > held.from) claimLetIn(rt, ctx.relayer.id, held.from, open);
+    if (open > held.from)
+      claimMined(rt, [{ relayerId: ctx.relayer.id, from: held.from, below: open }], true).catch((err) =>
+        rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of rows let in failed'),
+      );
   }
   if (!rt.state(POLLS).has(ctx.rpc)) schedule(rt, ctx.rpc, watchMs(ctx));
   return w;
@@ -100,19 +105,15 @@ function wake(w: Watch, latest: bigint, all = false) {
 }
 
 /**
- * The rows whose nonce the chain passed since the watch last looked (`from`, the mined nonce it saw
- * then), still in flight and free, leased to this instance's worker. A row below `from` was passed
- * before; its own due time brings it back.
+ * The rows whose nonce the chain passed since the watches last looked (each range from the mined
+ * nonce its watch saw then), still in flight and free, leased to this instance's worker. A row
+ * below a range was passed before; its own due time brings it back. With `unsigned`, the rows
+ * never signed that the send window now lets in.
  */
-async function claimMined(rt: Runtime, relayerId: string, from: bigint, latest: bigint, unsigned = false) {
-  if (!rt.handOff) return; // the worker stopped
-  const rows = await claimMinedNonces(rt, relayerId, from, latest, unsigned);
+async function claimMined(rt: Runtime, ranges: NonceRange[], unsigned = false) {
+  if (!rt.handOff || ranges.length === 0) return; // the worker stopped
+  const rows = await claimMinedNonces(rt, ranges, unsigned);
   if (rows.length > 0) rt.handOff(rows.sort(byNonce));
-}
-
-/** The rows never signed with a nonce in [from, below), which the send window now lets in. */
-function claimLetIn(rt: Runtime, relayerId: string, from: bigint, below: bigint) {
-  claimMined(rt, relayerId, from, below, true).catch((err) => rt.log.debug({ err, relayerId }, 'claim of rows let in failed'));
 }
 
 /** Reads the mined nonce of every watch on `rpc` every `ms` while there are any. */
@@ -136,33 +137,38 @@ function schedule(rt: Runtime, rpc: EvmRpc, ms: number) {
     } catch (err) {
       nonces = on.map(() => err as Error);
     }
-    await Promise.all(on.map((w, i) => advance(rt, watches, w, nonces[i])));
+    // The rows the chain passed, and those the send window lets in, of every watch: two statements.
+    const passed: NonceRange[] = [];
+    const letIn: NonceRange[] = [];
+    on.forEach((w, i) => advance(rt, watches, w, nonces[i], passed, letIn));
+    await Promise.all([claimMined(rt, passed), claimMined(rt, letIn, true)]).catch((err) =>
+      rt.log.debug({ err, relayers: passed.length }, 'claim of passed rows failed; their due times bring them back'),
+    );
     schedule(rt, rpc, ms);
   }, ms);
   timer.unref();
   polls.set(rpc, timer);
 }
 
-/** One watch, the chain's mined nonce of its relayer read (or failed to be). */
-async function advance(rt: Runtime, watches: Map<string, Watch>, w: Watch, latest: bigint | Error) {
+/** One watch, the chain's mined nonce of its relayer read (or failed to be): the ranges of rows to claim are added to `passed` and `letIn`. */
+function advance(rt: Runtime, watches: Map<string, Watch>, w: Watch, latest: bigint | Error, passed: NonceRange[], letIn: NonceRange[]) {
   const id = w.ctx.relayer.id;
-  try {
-    if (latest instanceof Error) throw latest;
-    if (latest > w.seen) {
-      const from = w.seen;
-      w.seen = latest;
-      wake(w, latest);
-      await claimMined(rt, id, from, latest);
-      if (w.window !== undefined) claimLetIn(rt, id, from + BigInt(w.window), latest + BigInt(w.window));
-    }
-    if (latest > w.upTo) {
-      if (watches.get(id) === w) watches.delete(id);
-      wake(w, latest, true);
-    }
-  } catch (err) {
+  if (latest instanceof Error) {
     // The rows' own due times take over; the next broadcast starts a new watch.
-    rt.log.debug({ err, relayerId: id }, 'mined-nonce watch stopped');
+    rt.log.debug({ err: latest, relayerId: id }, 'mined-nonce watch stopped');
     if (watches.get(id) === w) watches.delete(id);
     wake(w, w.seen, true);
+    return;
+  }
+  if (latest > w.seen) {
+    const from = w.seen;
+    w.seen = latest;
+    wake(w, latest);
+    passed.push({ relayerId: id, from, below: latest });
+    if (w.window !== undefined) letIn.push({ relayerId: id, from: from + BigInt(w.window), below: latest + BigInt(w.window) });
+  }
+  if (latest > w.upTo) {
+    if (watches.get(id) === w) watches.delete(id);
+    wake(w, latest, true);
   }
 }
