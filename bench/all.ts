@@ -1,10 +1,10 @@
-// Every speed figure of issue #17 in one run, side by side with its target. Each bench runs as its
+// Every speed figure of issues #17 and #56 in one run, side by side with its target. Each bench runs as its
 // own process, one after the other (they would load each other otherwise), and prints its own
 // table; this script prints the summary at the end.
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
-//                        [--only reads,evm,latency,webhooks,plugins,start] [--postgres <server url>]
+//                        [--only reads,evm,many,latency,webhooks,plugins,start] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
 
@@ -28,7 +28,7 @@ const { values: a } = parseArgs({
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,evm,latency,webhooks,plugins,start' },
+    only: { type: 'string', default: 'reads,evm,many,latency,webhooks,plugins,start' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -129,6 +129,37 @@ if (only.has('evm')) {
         `${(r.e2eRatio as number).toFixed(2)} (rounds ${spread(ratios)}; CPU ms a tx: service ${spread(rounds.map((x) => x.serviceCpuMs))}${server}, all ${spread(rounds.map((x) => x.machineCpuMs))} against ${spread(rounds.map((x) => x.budgetCpuMs))} the chain's rate leaves)`,
         `>= ${target}`,
         (r.e2eRatio as number) >= target,
+      );
+    } finally {
+      await database?.drop();
+    }
+  }
+}
+
+if (only.has('many')) {
+  for (const db of dbs) {
+    const database = db === 'postgres' ? await createBenchDatabase(a.postgres) : undefined;
+    try {
+      const [r] = await bench('bench/many.ts', database ? ['--postgres', database.url] : []);
+      if (r.ratio === undefined) continue;
+      const problems = r.problems as string[];
+      row(
+        `${r.relayers} relayers, ${r.chains} chains ${db}: confirmed/s / direct`,
+        `${(r.ratio as number).toFixed(2)} (rounds ${spread(r.ratios as number[])})`,
+        '>= 0.90',
+        (r.ratio as number) >= 0.9,
+      );
+      row(
+        `${r.relayers} relayers ${db}: slowest's last confirmation after the median's`,
+        `${(r.lag as number).toFixed(1)} blocks`,
+        '<= 2',
+        (r.lag as number) <= 2,
+      );
+      row(
+        `${r.relayers} relayers ${db}: all confirmed, nonces contiguous`,
+        problems.length ? `${problems.length} problems` : 'yes',
+        'yes',
+        problems.length === 0,
       );
     } finally {
       await database?.drop();

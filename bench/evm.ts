@@ -24,25 +24,30 @@
 //
 //   npx tsx bench/evm.ts [--blocks 20 | --count N] [--rounds 3] [--concurrency 64] [--postgres postgres://...] [--json]
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request as httpRequest } from 'node:http';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mnemonicToAccount } from 'viem/accounts';
-import { ANVIL_DEFAULT_MNEMONIC, freePort, startAnvil } from '../src/chains/evm/anvil.js';
+import { ANVIL_DEFAULT_MNEMONIC, startAnvil } from '../src/chains/evm/anvil.js';
 import { parseMetrics } from '../test/support/metrics.js';
-import { startFlags } from './flags.js';
+import {
+  auth,
+  blockNumber as blockOf,
+  cpuMs,
+  jsonClient,
+  nextBlock as nextBlockOf,
+  postgresCpuMs as postgresCpuOf,
+  RECEIVER,
+  ROOT,
+  sendRaw,
+  startRelayer as startService,
+  waitProgress,
+} from './chain.js';
 import { Wire } from './wire.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const API_KEY = 'bench-api-key-0123456789abcdef-0123456789';
-const RECEIVER = '0x000000000000000000000000000000000000dEaD';
 const SEND_PATH = '/api/v1/relayers/bench/transactions';
-const auth = { authorization: `Bearer ${API_KEY}` };
 /** The devnet key's account (config/keys/devnet.json), anvil's account 0. */
 const RELAYER_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
@@ -61,81 +66,14 @@ let N = 0; // set once the chain's block capacity is known
 const C = Number(args.concurrency);
 const CORES = availableParallelism();
 
-// A fresh pool of keep-alive connections for each phase: anvil closes idle connections early, and
-// a request sent on one it closed meanwhile fails (a raw transaction must not be sent twice blindly).
-let agent = new Agent({ keepAlive: true, maxSockets: C + 8 });
-function freshConnections() {
-  agent.destroy();
-  agent = new Agent({ keepAlive: true, maxSockets: C + 8 });
-}
-
-/** POST JSON. With `retry` (reads only), a connection reset is retried once. */
-async function post(url: string, body: unknown, headers: Record<string, string> = {}, retry = true): Promise<{ status: number; body: any }> {
-  try {
-    return await postOnce(url, body, headers);
-  } catch (e) {
-    if (!retry || (e as NodeJS.ErrnoException).code !== 'ECONNRESET') throw e;
-    return postOnce(url, body, headers);
-  }
-}
-
-function postOnce(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const u = new URL(url);
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-async function rpc<T = any>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const { body } = await post(url, { jsonrpc: '2.0', id: 1, method, params }, {}, method !== 'eth_sendRawTransaction');
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result as T;
-}
-
-async function waitUntil(check: () => Promise<boolean>, pollMs = 25) {
-  while (!(await check())) await new Promise((r) => setTimeout(r, pollMs));
-}
-
-// Every block of a round is full, and each full block raises the base fee by an eighth: over a run
-// of several rounds it would grow without bound (to about 40,000 gwei by a third round) until the
-// accounts can no longer pay. Each phase starts again from anvil's initial base fee, so rounds
-// compare alike and never run out of funds; within a round the fee still rises as on a busy chain.
-const INITIAL_BASE_FEE = '0x3b9aca00'; // 1 gwei
-const resetBaseFee = (anvilUrl: string) => rpc(anvilUrl, 'anvil_setNextBlockBaseFeePerGas', [INITIAL_BASE_FEE]);
-
-/**
- * Waits for a new block, mined at the initial base fee. Both measurements start just after one:
- * with a block a second, where in the second a run starts would otherwise swing its figure by up to
- * a block.
- */
-async function nextBlock(anvilUrl: string) {
-  await resetBaseFee(anvilUrl);
-  const now = await rpc(anvilUrl, 'eth_blockNumber');
-  await waitUntil(async () => (await rpc(anvilUrl, 'eth_blockNumber')) !== now, 5);
-}
+const http = jsonClient(C + 8);
+const { post, rpc } = http;
+const freshConnections = () => http.fresh();
+const nextBlock = (anvilUrl: string) => nextBlockOf(http, anvilUrl);
+const blockNumber = (anvilUrl: string) => blockOf(http, anvilUrl);
+const postgresCpuMs = () => postgresCpuOf(args.postgres);
 
 // ---- direct: a plain client straight to anvil -----------------------------------------------
-
-const blockNumber = async (anvilUrl: string) => Number(await rpc(anvilUrl, 'eth_blockNumber'));
 
 async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: number; blocks: number; anvilCpuMs: number }> {
   const account = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: accountIndex });
@@ -163,14 +101,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
   const t0 = performance.now();
   const b0 = await blockNumber(anvilUrl);
   const cpu0 = cpuMs(anvil.process.pid);
-  // In nonce order, 100 to a JSON-RPC batch, one batch after the other: the fastest way in, and
-  // anvil's pool can lose track of one account's transactions that arrive out of order.
-  for (let i = 0; i < N; i += 100) {
-    const batch = signed.slice(i, i + 100).map((raw, k) => ({ jsonrpc: '2.0', id: i + k, method: 'eth_sendRawTransaction', params: [raw] }));
-    const { body } = await post(anvilUrl, batch, {}, false);
-    const failed = (body as { error?: { message: string } }[]).find((r) => r.error);
-    if (failed) throw new Error(`direct send refused: ${failed.error!.message}`);
-  }
+  await sendRaw(http, anvilUrl, signed);
   // A transaction that can never be mined (priced out) fails the run instead of stalling it.
   await waitProgress('direct mined nonce', async () => Number(await rpc(anvilUrl, 'eth_getTransactionCount', [account.address, 'latest'])), start + N, 25);
   const rate = N / ((performance.now() - t0) / 1000);
@@ -179,7 +110,7 @@ async function direct(anvilUrl: string, accountIndex: number): Promise<{ rate: n
 
 // ---- through the relayer --------------------------------------------------------------------
 
-async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: string; metricsUrl: string; child: ChildProcess }> {
+function startRelayer(anvilUrl: string, dir: string) {
   const config = {
     relayers: [{ id: 'bench', name: 'bench', network: 'localnet', network_type: 'evm', signer_id: 'dev', policies: {} }],
     signers: [{ id: 'dev', type: 'local', config: { path: path.join(ROOT, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } }],
@@ -188,39 +119,7 @@ async function startRelayer(anvilUrl: string, dir: string): Promise<{ url: strin
       { type: 'evm', network: 'localnet', chain_id: 31337, required_confirmations: 1, rpc_urls: [anvilUrl], features: ['eip1559'], average_blocktime_ms: 1000 },
     ],
   };
-  await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
-  const port = await freePort();
-  const metricsPort = await freePort();
-  const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, ...startFlags(), '--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      API_KEY,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      CONFIG_PATH: path.join(dir, 'config.json'),
-      DATA_DIR: dir,
-      DEVNET: 'false',
-      LOG_LEVEL: 'warn',
-      METRICS_ENABLED: 'true',
-      METRICS_PORT: String(metricsPort),
-      RATE_LIMIT_REQUESTS_PER_SECOND: '1000000',
-      RATE_LIMIT_BURST_SIZE: '1000000',
-      ...(args.postgres ? { DATABASE_URL: args.postgres } : {}),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntil(
-    async () =>
-      fetch(`${url}/v1/health`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    200,
-  );
-  return { url, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, child };
+  return startService(config, dir, args.postgres);
 }
 
 /**
@@ -253,54 +152,6 @@ const CONFIRMED = `query { relayerTransactions(relayerId: "bench", status: confi
 async function confirmedCount(url: string): Promise<number> {
   const { body } = await post(`${url}/graphql`, { query: CONFIRMED }, auth);
   return body.data.relayerTransactions.pagination.totalItems;
-}
-
-/** Waits until `read()` reaches `target`; fails when it stops moving for a minute. */
-async function waitProgress(what: string, read: () => Promise<number>, target: number, pollMs: number) {
-  let last = -1;
-  let lastAt = performance.now();
-  await waitUntil(async () => {
-    const now = await read();
-    if (now !== last) [last, lastAt] = [now, performance.now()];
-    else if (performance.now() - lastAt > 60_000) throw new Error(`no progress for a minute: ${what} at ${now} of ${target}`);
-    return now >= target;
-  }, pollMs);
-}
-
-/** A process's name and its /proc stat fields from its state on (field 3 is [0]); null when it is gone or not Linux. */
-function statOf(pid: number | string | undefined): { comm: string; fields: string[] } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const close = stat.lastIndexOf(') ');
-    return { comm: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
-  } catch {
-    return null;
-  }
-}
-/** ms of CPU from two /proc tick counters (ticks of 1/100 s): utime + stime at 11, cutime + cstime at 13. */
-const ticksMs = (f: string[], at: 11 | 13) => (Number(f[at]) + Number(f[at + 1])) * 10;
-
-/** CPU time a process has used so far, in ms (Linux /proc; 0 elsewhere). */
-function cpuMs(pid: number | undefined): number {
-  const s = statOf(pid);
-  return s ? ticksMs(s.fields, 11) : 0;
-}
-
-/**
- * CPU time this machine's PostgreSQL servers have used so far, in ms: every postgres process's
- * own, and the postmasters' reaped children's (backends that ended); null when the server is
- * not on this machine.
- */
-function postgresCpuMs(): number | null {
-  if (!args.postgres || !['127.0.0.1', 'localhost', '[::1]'].includes(new URL(args.postgres).hostname)) return null;
-  const postgres = new Map<string, string[]>();
-  for (const pid of readdirSync('/proc')) {
-    const s = /^\d+$/.test(pid) ? statOf(pid) : null; // null too when it ended meanwhile
-    if (s?.comm === 'postgres') postgres.set(pid, s.fields);
-  }
-  let ms = 0;
-  for (const f of postgres.values()) ms += ticksMs(f, 11) + (postgres.has(f[1]) ? 0 : ticksMs(f, 13)); // a postmaster: its reaped children too
-  return postgres.size > 0 ? ms : null;
 }
 
 async function throughRelayer(
@@ -421,10 +272,8 @@ try {
   );
   if (args.json) console.log(JSON.stringify({ bench: 'evm', db: args.postgres ? 'postgres' : 'pglite', count: N, rounds, e2eRatio, acceptedRatio, target }));
 } finally {
-  relayer?.child.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, process.env.BENCH_CPU_PROFILE ? 5000 : 500));
-  relayer?.child.kill('SIGKILL');
+  await relayer?.stop();
   await anvil.stop();
   await rm(dir, { recursive: true, force: true });
-  agent.destroy();
+  http.destroy();
 }

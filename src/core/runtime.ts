@@ -4,6 +4,7 @@ import { networkKey, type Network } from './networks.js';
 import type { Families } from './registry.js';
 import type { Readiness } from './health.js';
 import type { IntakeQueue } from './transactions/intake.js';
+import type { SaveQueue } from './transactions/store.js';
 import type { Relayer } from '../generated/prisma/client.js';
 import { ExpiringMap } from '../lib/expiring.js';
 import { type Caller, TRUST_MS } from './access/keys.js';
@@ -86,6 +87,8 @@ export interface Held {
   readiness: { at: number; verdict: Promise<Readiness> | undefined };
   /** Whether a notification has been seen: from then on every delivery claim is made (notifications/delivery.ts). */
   webhookTargets: { seen: boolean };
+  /** Saves of transaction rows waiting to be written together (transactions/store.ts). */
+  saves: SaveQueue;
   /** Per relayer: a promise that settles once every step begun so far has ended its turn (step-runner.ts). */
   stepTurns: Map<string, Promise<void>>;
   /** Stored API keys by digest as last read, null for none (access/keys.ts). */
@@ -99,6 +102,7 @@ export function createHeld(): Held {
     relayerSnapshots: new ExpiringMap(SNAPSHOT_IDLE_MS, { touch: true }),
     readiness: { at: 0, verdict: undefined },
     webhookTargets: { seen: false },
+    saves: { running: false, waiting: [] },
     stepTurns: new Map(),
     apiKeys: new ExpiringMap(TRUST_MS),
   };

@@ -315,15 +315,15 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     await db.query(`UPDATE transactions SET nonce = 50 WHERE id = '${d.id}'`);
 
     // The nonces the chain passed since the last look, 41 to 44: a (40) was passed before.
-    const claimed = await claimMinedNonces(rt, 'mined', 41n, 45n);
+    const claimed = await claimMinedNonces(rt, [{ relayerId: 'mined', from: 41n, below: 45n }]);
     expect(claimed.map((t) => t.id).sort()).toEqual([b.id, c.id].sort());
     for (const tx of claimed) expect(tx).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: tx.id } }));
     expect(claimed.find((t) => t.id === b.id)).toMatchObject({ nonce: 44n, hash: '0x41', leaseOwner: 'w' });
     expect(claimed.find((t) => t.id === c.id)).toMatchObject({ status: 'mined', chainState: { phase: 'mined' } });
     // b and c are held now: from 40, only a (a row saved here, read back from memory) is left.
-    const left = await claimMinedNonces(rt, 'mined', 40n, 45n);
+    const left = await claimMinedNonces(rt, [{ relayerId: 'mined', from: 40n, below: 45n }]);
     expect(left).toEqual([await db.prisma.transaction.findUniqueOrThrow({ where: { id: a.id } })]);
-    expect(await claimMinedNonces(rt, 'mined', 40n, 45n)).toEqual([]);
+    expect(await claimMinedNonces(rt, [{ relayerId: 'mined', from: 40n, below: 45n }])).toEqual([]);
   });
 
   it('runs hand-written database transactions in batches: committed with the last batch or when done, rolled back by a throw or a failed statement', async () => {

@@ -1,23 +1,27 @@
 import { byNonce } from '../../core/step-runner.js';
-import { claimMinedNonces } from '../../core/transactions/store.js';
+import { claimMinedNonces, type NonceRange } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
+import type { Hex } from 'viem';
 import type { EvmContext } from './context.js';
+import type { EvmRpc } from './rpc-client.js';
 import { latestNonce } from './nonces.js';
 
 /**
  * Waiting for blocks without re-reading every waiting row: while this instance has broadcasts out,
- * one timer per relayer asks the chain for the account's mined nonce and, when it moves, claims
- * the rows whose nonce it passed and hands them to this instance's worker at once. Those rows keep
- * a later due time of their own (their resubmission time), so a watcher lost to a restart, or one
- * on another instance, only delays work.
+ * a timer asks the chain for each such relayer's mined nonce and, when it moves, claims the rows
+ * whose nonce it passed and hands them to this instance's worker at once. Those rows keep a later
+ * due time of their own (their resubmission time), so a watcher lost to a restart, or one on
+ * another instance, only delays work. The relayers on one RPC client are read together, in one
+ * JSON-RPC batch a tick: a read of its own each cost 100 relayers a thousand requests a second.
  */
 interface Watch {
+  /** The relayer's context as its latest step saw it (its RPC client: whose batch it is read in). */
+  ctx: EvmContext;
   /** The highest nonce broadcast and not yet seen mined. */
   upTo: bigint;
   /** The mined nonce last seen. */
   seen: bigint;
-  timer?: NodeJS.Timeout;
   /** Steps waiting for the chain's nonce to pass theirs (untilMined). */
   waiters: { nonce: bigint; wake: () => void }[];
   /** The send window (decide.ts) when rows wait for it: those it lets in as the chain moves are claimed too. */
@@ -29,6 +33,8 @@ const watchMs = (ctx: EvmContext) => Math.min(1_000, Math.max(50, Math.round(ctx
 
 /** Per runtime (a restarted service in the same process starts afresh), per relayer. */
 const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
+/** The timer of each RPC client with watches on it. */
+const POLLS = slot('EVM mined-nonce polls', () => new Map<EvmRpc, NodeJS.Timeout>());
 
 /**
  * Watches the chain for the relayer's broadcasts up to nonce `upTo`, `seen` being the mined nonce
@@ -41,7 +47,8 @@ const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
  */
 export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: bigint, from?: bigint, held?: { size: number; from: bigint }) {
   const watches = rt.state(WATCHES);
-  const w = watches.get(ctx.relayer.id) ?? { upTo, seen, waiters: [] };
+  const w = watches.get(ctx.relayer.id) ?? { ctx, upTo, seen, waiters: [] };
+  w.ctx = ctx;
   watches.set(ctx.relayer.id, w);
   if (upTo > w.upTo) w.upTo = upTo;
   if (from !== undefined) {
@@ -49,14 +56,19 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
     const lowest = from > seen ? from : seen;
     const below = w.seen < upTo + 1n ? w.seen : upTo + 1n;
     if (below > lowest)
-      claimMined(rt, ctx.relayer.id, lowest, below).catch((err) => rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'));
+      claimMined(rt, [{ relayerId: ctx.relayer.id, from: lowest, below }]).catch((err) =>
+        rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of passed rows failed'),
+      );
   }
   if (held) {
     w.window = held.size;
     const open = w.seen + BigInt(held.size);
-    if (open > held.from) claimLetIn(rt, ctx.relayer.id, held.from, open);
+    if (open > held.from)
+      claimMined(rt, [{ relayerId: ctx.relayer.id, from: held.from, below: open }], true).catch((err) =>
+        rt.log.debug({ err, relayerId: ctx.relayer.id }, 'claim of rows let in failed'),
+      );
   }
-  if (!w.timer) schedule(rt, ctx, watches, w);
+  if (!rt.state(POLLS).has(ctx.rpc)) schedule(rt, ctx.rpc, watchMs(ctx));
   return w;
 }
 
@@ -93,46 +105,70 @@ function wake(w: Watch, latest: bigint, all = false) {
 }
 
 /**
- * The rows whose nonce the chain passed since the watch last looked (`from`, the mined nonce it saw
- * then), still in flight and free, leased to this instance's worker. A row below `from` was passed
- * before; its own due time brings it back.
+ * The rows whose nonce the chain passed since the watches last looked (each range from the mined
+ * nonce its watch saw then), still in flight and free, leased to this instance's worker. A row
+ * below a range was passed before; its own due time brings it back. With `unsigned`, the rows
+ * never signed that the send window now lets in.
  */
-async function claimMined(rt: Runtime, relayerId: string, from: bigint, latest: bigint, unsigned = false) {
-  if (!rt.handOff) return; // the worker stopped
-  const rows = await claimMinedNonces(rt, relayerId, from, latest, unsigned);
+async function claimMined(rt: Runtime, ranges: NonceRange[], unsigned = false) {
+  if (!rt.handOff || ranges.length === 0) return; // the worker stopped
+  const rows = await claimMinedNonces(rt, ranges, unsigned);
   if (rows.length > 0) rt.handOff(rows.sort(byNonce));
 }
 
-/** The rows never signed with a nonce in [from, below), which the send window now lets in. */
-function claimLetIn(rt: Runtime, relayerId: string, from: bigint, below: bigint) {
-  claimMined(rt, relayerId, from, below, true).catch((err) => rt.log.debug({ err, relayerId }, 'claim of rows let in failed'));
+/** Reads the mined nonce of every watch on `rpc` every `ms` while there are any. */
+function schedule(rt: Runtime, rpc: EvmRpc, ms: number) {
+  const polls = rt.state(POLLS);
+  const timer = setTimeout(async () => {
+    const watches = rt.state(WATCHES);
+    const on = [...watches.values()].filter((w) => w.ctx.rpc === rpc);
+    if (on.length === 0) return polls.delete(rpc);
+    let nonces: (bigint | Error)[];
+    try {
+      nonces =
+        on.length === 1
+          ? [await latestNonce(on[0].ctx)]
+          : (
+              await rpc.batch<Hex>(
+                on.map((w) => ({ method: 'eth_getTransactionCount', params: [w.ctx.relayer.address, 'latest'] })),
+                { chunk: 100 },
+              )
+            ).map((o) => (o.ok ? BigInt(o.result) : o.error));
+    } catch (err) {
+      nonces = on.map(() => err as Error);
+    }
+    // The rows the chain passed, and those the send window lets in, of every watch: two statements.
+    const passed: NonceRange[] = [];
+    const letIn: NonceRange[] = [];
+    on.forEach((w, i) => advance(rt, watches, w, nonces[i], passed, letIn));
+    await Promise.all([claimMined(rt, passed), claimMined(rt, letIn, true)]).catch((err) =>
+      rt.log.debug({ err, relayers: passed.length }, 'claim of passed rows failed; their due times bring them back'),
+    );
+    schedule(rt, rpc, ms);
+  }, ms);
+  timer.unref();
+  polls.set(rpc, timer);
 }
 
-function schedule(rt: Runtime, ctx: EvmContext, watches: Map<string, Watch>, w: Watch) {
-  const key = ctx.relayer.id;
-  w.timer = setTimeout(async () => {
-    try {
-      const latest = await latestNonce(ctx);
-      if (latest > w.seen) {
-        const from = w.seen;
-        w.seen = latest;
-        wake(w, latest);
-        await claimMined(rt, ctx.relayer.id, from, latest);
-        if (w.window !== undefined) claimLetIn(rt, ctx.relayer.id, from + BigInt(w.window), latest + BigInt(w.window));
-      }
-      if (latest > w.upTo) {
-        watches.delete(key);
-        wake(w, latest, true);
-        return;
-      }
-    } catch (err) {
-      // The rows' own due times take over; the next broadcast starts a new watch.
-      rt.log.debug({ err, relayerId: ctx.relayer.id }, 'mined-nonce watch stopped');
-      watches.delete(key);
-      wake(w, w.seen, true);
-      return;
-    }
-    schedule(rt, ctx, watches, w);
-  }, watchMs(ctx));
-  w.timer.unref();
+/** One watch, the chain's mined nonce of its relayer read (or failed to be): the ranges of rows to claim are added to `passed` and `letIn`. */
+function advance(rt: Runtime, watches: Map<string, Watch>, w: Watch, latest: bigint | Error, passed: NonceRange[], letIn: NonceRange[]) {
+  const id = w.ctx.relayer.id;
+  if (latest instanceof Error) {
+    // The rows' own due times take over; the next broadcast starts a new watch.
+    rt.log.debug({ err: latest, relayerId: id }, 'mined-nonce watch stopped');
+    if (watches.get(id) === w) watches.delete(id);
+    wake(w, w.seen, true);
+    return;
+  }
+  if (latest > w.seen) {
+    const from = w.seen;
+    w.seen = latest;
+    wake(w, latest);
+    passed.push({ relayerId: id, from, below: latest });
+    if (w.window !== undefined) letIn.push({ relayerId: id, from: from + BigInt(w.window), below: latest + BigInt(w.window) });
+  }
+  if (latest > w.upTo) {
+    if (watches.get(id) === w) watches.delete(id);
+    wake(w, latest, true);
+  }
 }

@@ -201,19 +201,31 @@ function remember(rt: Runtime, row: Transaction) {
 const CLAIMED = ['id', 'updatedAt', 'nonce', 'status', 'dueAt', 'leaseOwner', 'leaseUntil'] as const;
 const BY_IDS = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
 
+/** The rows of the ranges that no one holds, each range's read through the (relayer_id, nonce) index. */
+const claimMinedSql = (unsigned: boolean) => {
+  const free = `due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}`;
+  return `UPDATE transactions SET lease_owner = $2, lease_until = now() + ($3 || ' milliseconds')::interval
+     FROM (SELECT c.id AS claimed_id FROM jsonb_to_recordset($1::jsonb) AS r(relayer_id text, lo bigint, hi bigint)
+       CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi AND ${free}) c) m
+     WHERE id = m.claimed_id AND ${free}
+     RETURNING ${columnsAs(CLAIMED)}`;
+};
+const CLAIM_MINED = [claimMinedSql(false), claimMinedSql(true)];
+
+/** A relayer's nonces from `from` up to `below`. */
+export type NonceRange = { relayerId: string; from: bigint; below: bigint };
+
 /**
- * Claims the relayer's in-flight rows with a nonce in [from, below) that no one holds (the chain
- * has mined past them), due or not. Bounded below, so it reads the nonces the chain just passed
- * whatever the statistics and the dead index entries (a server without autovacuum): unbounded, it
- * read every earlier transaction of the relayer, 0.6-0.85 s at 45,000 of them. With `unsigned`,
- * only rows never signed (no hash yet).
+ * Claims the in-flight rows of each relayer with a nonce in its range that no one holds (the chain
+ * has mined past them), due or not, in one statement. Bounded below, so it reads the nonces the
+ * chain just passed whatever the statistics and the dead index entries (a server without
+ * autovacuum): unbounded, it read every earlier transaction of the relayer, 0.6-0.85 s at 45,000
+ * of them. With `unsigned`, only rows never signed (no hash yet).
  */
-export async function claimMinedNonces(rt: Runtime, relayerId: string, from: bigint, below: bigint, unsigned = false): Promise<Transaction[]> {
+export async function claimMinedNonces(rt: Runtime, ranges: NonceRange[], unsigned = false): Promise<Transaction[]> {
   const claimed = await rt.db.read<Pick<Transaction, (typeof CLAIMED)[number]>>(
-    `UPDATE transactions SET lease_owner = $4, lease_until = now() + ($5 || ' milliseconds')::interval
-     WHERE relayer_id = $1 AND nonce >= $2 AND nonce < $3 AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}
-     RETURNING ${columnsAs(CLAIMED)}`,
-    [relayerId, from.toString(), below.toString(), rt.instanceId, String(LEASE_MS)],
+    CLAIM_MINED[unsigned ? 1 : 0],
+    [recordsetJson(ranges.map((r) => ({ relayer_id: r.relayerId, lo: r.from, hi: r.below }))), rt.instanceId, String(LEASE_MS)],
     { prepare: true },
   );
   const saved = rt.held.savedRows;
@@ -364,6 +376,14 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
   return sql;
 }
 
+/** Rows written by one UPDATE of saveTransactions at most. */
+const MAX_SAVED = 2_000;
+
+export interface SaveQueue {
+  running: boolean;
+  waiting: { owner: string; changes: TransactionChange[]; resolve(saved: Map<string, Transaction>): void; reject(e: unknown): void }[];
+}
+
 /**
  * Saves a batch of leased rows in one database transaction and a single UPDATE
  * of the columns the batch changes: each row is written only if `owner` still holds the lease it
@@ -371,10 +391,49 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
  * webhook events and are published. Only a lease holder changes a row's
  * status, so the status it had is the one read with the lease. Returns the rows as written, by id;
  * a row missing from it was not written.
+ *
+ * Group commit: saves asked for while one is being written are written together next, in one
+ * statement (with 100 relayers, a step's rows are 100 groups, each saved on its own: the
+ * statements, not the rows, were the database's work). Each caller's rows are written before its
+ * promise settles, as before; a lone save is written at once.
  */
-export async function saveTransactions(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
+export function saveTransactions(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
+  if (changes.length === 0) return Promise.resolve(new Map());
+  const q = rt.held.saves;
+  return new Promise((resolve, reject) => {
+    q.waiting.push({ owner, changes, resolve, reject });
+    if (!q.running) void drainSaves(rt, q);
+  });
+}
+
+async function drainSaves(rt: Runtime, q: SaveQueue) {
+  q.running = true;
+  while (q.waiting.length > 0) {
+    // The same owner, each row once, and not too many rows.
+    const ids = new Set<string>();
+    let n = 0;
+    let rows = 0;
+    for (const w of q.waiting) {
+      if (w.owner !== q.waiting[0].owner || (n > 0 && rows + w.changes.length > MAX_SAVED) || w.changes.some((c) => ids.has(c.before.id))) break;
+      for (const c of w.changes) ids.add(c.before.id);
+      rows += w.changes.length;
+      n++;
+    }
+    const batch = q.waiting.splice(0, n);
+    try {
+      const saved = await saveNow(rt, batch[0].owner, batch.length === 1 ? batch[0].changes : batch.flatMap((w) => w.changes));
+      for (const w of batch) w.resolve(saved);
+    } catch (e) {
+      if (batch.length === 1) batch[0].reject(e);
+      // One failing save does not fail the others: each is written on its own.
+      else for (const w of batch) await saveNow(rt, w.owner, w.changes).then(w.resolve, w.reject);
+    }
+  }
+  q.running = false;
+}
+
+async function saveNow(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
   const saved = new Map<string, Transaction>();
-  if (changes.length === 0) return saved;
   const now = new Date();
   const rows = changes.map((c) => {
     const after: Transaction = {
