@@ -36,12 +36,15 @@ export async function benchPages(opts: { db: 'pglite' | 'postgres'; rows: number
     };
     const gql = (query: string, variables: Record<string, unknown>) => async () => {
       const body = JSON.stringify({ query, variables });
-      const res = await service.app.fetch(new Request('http://bench/graphql', { method: 'POST', body, headers: { ...auth, 'content-type': 'application/json' } }));
+      const res = await service.app.fetch(
+        new Request('http://bench/graphql', { method: 'POST', body, headers: { ...auth, 'content-type': 'application/json' } }),
+      );
       const text = await res.text();
       if (res.status !== 200 || text.includes('"errors"')) throw new Error(`graphql: ${res.status} ${text.slice(0, 300)}`);
       return JSON.parse(text).data.relayerTransactions;
     };
-    const fields = 'id relayerId networkType status statusReason createdAt sentAt confirmedAt validUntil hash from to value data nonce gasLimit gasPrice maxFeePerGas maxPriorityFeePerGas speed signature networkData';
+    const fields =
+      'id relayerId networkType status statusReason createdAt sentAt confirmedAt validUntil hash from to value data nonce gasLimit gasPrice maxFeePerGas maxPriorityFeePerGas speed signature networkData';
     const byPage = `query($relayerId: ID!, $page: Int, $perPage: Int) { relayerTransactions(relayerId: $relayerId, page: $page, perPage: $perPage) { items { ${fields} } pagination { currentPage perPage totalItems } } }`;
     const byCursor = `query($relayerId: ID!, $first: Int, $after: String) { relayerTransactions(relayerId: $relayerId, first: $first, after: $after) { items { ${fields} } pageInfo { hasNextPage endCursor } } }`;
 
@@ -107,7 +110,15 @@ export async function benchPages(opts: { db: 'pglite' | 'postgres'; rows: number
 export function printPages(figures: PageFigure[]) {
   console.log('');
   console.log(`deep pages, ${PER_PAGE} a page, one client, medians (ms); ratio = median / page 1's median (target <= 10)`);
-  console.log('db'.padEnd(9), 'rows'.padStart(9), 'read'.padEnd(22), 'REST'.padStart(8), 'GraphQL'.padStart(8), 'REST ratio'.padStart(11), 'GQL ratio'.padStart(10));
+  console.log(
+    'db'.padEnd(9),
+    'rows'.padStart(9),
+    'read'.padEnd(22),
+    'REST'.padStart(8),
+    'GraphQL'.padStart(8),
+    'REST ratio'.padStart(11),
+    'GQL ratio'.padStart(10),
+  );
   for (const f of figures) {
     const first = figures.find((x) => x.db === f.db && x.rows === f.rows && x.read === 'page 1')!;
     console.log(

@@ -34,7 +34,11 @@ export interface Pagination {
   totalItems: () => Promise<number>;
 }
 
-export const paged = <T>(page: Pick<Page, 'perPage'> & { currentPage: number | null }, items: () => Promise<T[]>, totalItems: () => Promise<number>): Paged<T> => ({
+export const paged = <T>(
+  page: Pick<Page, 'perPage'> & { currentPage: number | null },
+  items: () => Promise<T[]>,
+  totalItems: () => Promise<number>,
+): Paged<T> => ({
   items,
   pagination: { currentPage: page.currentPage, perPage: page.perPage, totalItems },
 });

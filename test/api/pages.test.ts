@@ -33,11 +33,12 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
   afterAll(() => svc?.stop());
 
   /** What the list answered before: a plain offset in the list's order. */
-  async function before(status: string | null, skip: number, take: number) {
+  async function asBefore(status: string | null, skip: number, take: number) {
     const where = status ? `relayer_id = $1 AND status = '${status}'` : 'relayer_id = $1';
-    const rows = await svc.rt.db.query<{ id: string }>(`SELECT id FROM transactions WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${take} OFFSET ${skip}`, [
-      RELAYER,
-    ]);
+    const rows = await svc.rt.db.query<{ id: string }>(
+      `SELECT id FROM transactions WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${take} OFFSET ${skip}`,
+      [RELAYER],
+    );
     const [{ n }] = await svc.rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions WHERE ${where}`, [RELAYER]);
     return { ids: rows.map((r) => r.id), total: n };
   }
@@ -53,11 +54,13 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
 
   it.each(STATUSES)('answers every page as before, past the end included (status %s)', async (status) => {
     for (const perPage of [7, 20, 100]) {
-      const { total } = await before(status, 0, 1);
+      const { total } = await asBefore(status, 0, 1);
       const last = Math.ceil(total / perPage);
       for (let page = 1; page <= last + 2; page++) {
-        const expected = await before(status, (page - 1) * perPage, perPage);
-        const rest = await envelope(await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?page=${page}&per_page=${perPage}${status ? `&status=${status}` : ''}`));
+        const expected = await asBefore(status, (page - 1) * perPage, perPage);
+        const rest = await envelope(
+          await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?page=${page}&per_page=${perPage}${status ? `&status=${status}` : ''}`),
+        );
         expect({ page, perPage, ids: (rest.data as { id: string }[]).map((t) => t.id), pagination: rest.pagination }).toEqual({
           page,
           perPage,
@@ -109,13 +112,13 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
   }
 
   it.each(STATUSES)('walks the list by cursor as by page (status %s)', async (status) => {
-    const { ids } = await before(status, 0, ROWS);
+    const { ids } = await asBefore(status, 0, ROWS);
     expect(await walk(status, 7)).toEqual(ids);
     expect(await walk(status, 100, undefined, true)).toEqual(ids);
   });
 
   it('neither repeats nor skips a row when rows are added during a walk', async () => {
-    const { ids } = await before(null, 0, ROWS);
+    const { ids } = await asBefore(null, 0, ROWS);
     let added = 0;
     const walked = await walk(null, 20, async (n) => {
       if (n % 3 !== 0) return;

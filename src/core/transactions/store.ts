@@ -455,9 +455,13 @@ export function readPage(rt: Runtime, relayerId: string, status: Transaction['st
   const params = status ? [relayerId, status] : [relayerId];
   const where = listWhere(status);
   if (skip === 0) {
-    return rt.db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`, [...params, take], {
-      prepare: true,
-    });
+    return rt.db.read<Transaction>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`,
+      [...params, take],
+      {
+        prepare: true,
+      },
+    );
   }
   const [s, t] = [`$${params.length + 1}::int`, `$${params.length + 2}::int`];
   // Each branch runs only when its one-time condition holds: the other is never scanned.
@@ -493,9 +497,13 @@ export function readAfter(
     where += ` AND (created_at, id) < ($${params.length + 1}::timestamp(3), $${params.length + 2}::text)`;
     params.push(after.createdAt.toISOString().slice(0, -1), after.id);
   }
-  return rt.db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`, [...params, take], {
-    prepare: true,
-  });
+  return rt.db.read<Transaction>(
+    `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`,
+    [...params, take],
+    {
+      prepare: true,
+    },
+  );
 }
 
 /**
