@@ -101,8 +101,10 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
         : `query($r: ID!, $first: Int, $after: String, $status: TransactionStatus) { relayerTransactions(relayerId: $r, ${args.slice(1, -1)}) { ${FIELDS} } }`;
       const { data, errors } = await svc.gql(query, { r: RELAYER, first, after, status });
       expect(errors).toBeUndefined();
-      const page = viaRelayer ? data.relayer.transactions : data.relayerTransactions;
-      ids.push(...page.edges.map((e: { node: { id: string } }) => e.node.id));
+      const page: { edges: { cursor: string; node: { id: string } }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } = viaRelayer
+        ? data.relayer.transactions
+        : data.relayerTransactions;
+      ids.push(...page.edges.map((e) => e.node.id));
       expect(page.edges.length).toBeLessThanOrEqual(first);
       expect(page.pageInfo.endCursor).toBe(page.edges.at(-1)?.cursor ?? null);
       if (!page.pageInfo.hasNextPage) return ids;
