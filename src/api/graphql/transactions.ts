@@ -7,12 +7,12 @@ import { cancelTransaction, replaceTransaction } from '../../core/transactions/c
 import { getTransaction, listTransactions, type PageInfo, sendTransaction } from '../../core/transactions/service.js';
 import { toCursor } from '../../core/page.js';
 import type { Transaction as TransactionRow } from '../../generated/prisma/client.js';
-
-type TransactionList = Awaited<ReturnType<typeof listTransactions>>;
 import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
 import { needs, needsSome, whileValid } from './access.js';
 import { allows } from '../../core/access/permissions.js';
+
+type TransactionList = Awaited<ReturnType<typeof listTransactions>>;
 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);

@@ -452,17 +452,9 @@ const OLDEST = 'created_at, id';
  * and the middle page of a list skips half of its index entries, not its rows.
  */
 export function readPage(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined, skip: number, take: number): Promise<Transaction[]> {
+  if (skip === 0) return readAfter(rt, relayerId, status, null, take);
   const params = status ? [relayerId, status] : [relayerId];
   const where = listWhere(status);
-  if (skip === 0) {
-    return rt.db.read<Transaction>(
-      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`,
-      [...params, take],
-      {
-        prepare: true,
-      },
-    );
-  }
   const [s, t] = [`$${params.length + 1}::int`, `$${params.length + 2}::int`];
   // Each branch runs only when its one-time condition holds: the other is never scanned.
   const n = '(SELECT n FROM total)';
