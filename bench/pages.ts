@@ -148,10 +148,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const db of values.db.split(',') as ('pglite' | 'postgres')[]) {
     const sizes = (db === 'pglite' && values['pglite-sizes'] ? values['pglite-sizes'] : values.sizes).split(',').map(Number);
     for (const rows of sizes) {
-      figures.push(...(await benchPages({ db, rows, iterations: Number(values.iterations), postgresUrl: values.postgres })));
-      console.error(`${db} ${rows} rows done`);
+      const done = await benchPages({ db, rows, iterations: Number(values.iterations), postgresUrl: values.postgres });
+      // Each size's table as soon as it is measured: a large one takes long to seed.
+      printPages(done);
+      figures.push(...done);
     }
   }
-  printPages(figures);
   if (values.json) console.log(JSON.stringify({ bench: 'pages', figures }));
 }
