@@ -139,6 +139,7 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
     ['a cursor that is not base64url', { after: 'not a cursor!' }, 'after: not a cursor of this list'],
     ['a cursor of something else', { after: Buffer.from('hello').toString('base64url') }, 'after: not a cursor of this list'],
     ['a cursor without an id', { after: Buffer.from('1577836800000:').toString('base64url') }, 'after: not a cursor of this list'],
+    ['a cursor past year 9999', { after: Buffer.from('999999999999999:x').toString('base64url') }, 'after: not a cursor of this list'],
     ['an empty cursor', { after: '' }, 'after: not a cursor of this list'],
     ['a cursor too long', { after: 'A'.repeat(5000) }, 'after: not a cursor of this list'],
     ['first 0', { first: 0 }, 'first: must be an integer from 1 to 100'],
