@@ -4,7 +4,8 @@
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
-//                        [--only reads,evm,many,latency,webhooks,plugins,start] [--postgres <server url>]
+//                        [--page-sizes 100000] [--pg-page-sizes 100000,1000000]
+//                        [--only reads,pages,evm,many,latency,webhooks,plugins,start] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
 
@@ -14,6 +15,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LatencyFigures } from './latency.js';
+import type { PageFigure } from './pages.js';
 import { createBenchDatabase, type ReadFigure } from './reads.js';
 import { spread } from './stats.js';
 import { startFlags } from './flags.js';
@@ -23,12 +25,14 @@ const { values: a } = parseArgs({
     db: { type: 'string', default: 'pglite,postgres' },
     sizes: { type: 'string', default: '1000,100000' },
     'pg-sizes': { type: 'string', default: '1000,100000,1000000' },
+    'page-sizes': { type: 'string', default: '100000' },
+    'pg-page-sizes': { type: 'string', default: '100000,1000000' },
     'evm-blocks': { type: 'string', default: '20' },
     'evm-rounds': { type: 'string', default: '3' },
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,evm,many,latency,webhooks,plugins,start' },
+    only: { type: 'string', default: 'reads,pages,evm,many,latency,webhooks,plugins,start' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -110,6 +114,31 @@ if (only.has('reads')) {
           Math.max(rest, gql) <= 1.2,
         );
       }
+    }
+  }
+}
+
+if (only.has('pages')) {
+  for (const db of dbs) {
+    const sizes = db === 'postgres' ? a['pg-page-sizes'] : a['page-sizes'];
+    const [r] = await bench('bench/pages.ts', ['--db', db, '--sizes', sizes, '--postgres', a.postgres]);
+    const figures = (r.figures as PageFigure[] | undefined) ?? [];
+    for (const f of figures.filter((x) => x.read !== 'page 1' && x.restMs !== null)) {
+      const first = figures.find((x) => x.rows === f.rows && x.read === 'page 1')!;
+      const rest = f.restMs! / first.restMs!;
+      const gql = f.gqlMs / first.gqlMs;
+      // The target is the last page's; the middle one is shown beside it.
+      const last = f.read === `page ${Math.ceil(f.rows / 20)}`;
+      row(
+        `pages ${db} ${f.rows} rows, ${f.read} / page 1, REST, GraphQL`,
+        `${rest.toFixed(2)}, ${gql.toFixed(2)}`,
+        last ? '<= 10' : '',
+        last ? Math.max(rest, gql) <= 10 : null,
+      );
+    }
+    for (const f of figures.filter((x) => x.read.startsWith('cursor') && x.read !== 'cursor at page 1')) {
+      const first = figures.find((x) => x.rows === f.rows && x.read === 'cursor at page 1')!;
+      row(`pages ${db} ${f.rows} rows, GraphQL ${f.read} / at page 1`, (f.gqlMs / first.gqlMs).toFixed(2), '', null);
     }
   }
 }

@@ -28,12 +28,17 @@ export interface Paged<T> {
 }
 
 export interface Pagination {
-  currentPage: number;
+  /** Null on a page asked by cursor. */
+  currentPage: number | null;
   perPage: number;
   totalItems: () => Promise<number>;
 }
 
-export const paged = <T>(page: Page, items: () => Promise<T[]>, totalItems: () => Promise<number>): Paged<T> => ({
+export const paged = <T>(
+  page: Pick<Page, 'perPage'> & { currentPage: number | null },
+  items: () => Promise<T[]>,
+  totalItems: () => Promise<number>,
+): Paged<T> => ({
   items,
   pagination: { currentPage: page.currentPage, perPage: page.perPage, totalItems },
 });
@@ -42,4 +47,32 @@ export const paged = <T>(page: Page, items: () => Promise<T[]>, totalItems: () =
 export interface PageAsk {
   items: boolean;
   total: boolean;
+}
+
+/** Where a row stands in a list ordered by creation, newest first: what a cursor names. */
+export interface Position {
+  createdAt: Date;
+  id: string;
+}
+
+/** A page asked by cursor: `first` rows (default 10, at most 100) after the cursor `after` (from the start without). */
+export interface Seek {
+  first: number;
+  after: Position | null;
+}
+
+/** The opaque cursor of a row: its place in the order, as the base64url of `<createdAt ms>:<id>`. */
+export const toCursor = (p: Position): string => Buffer.from(`${p.createdAt.getTime()}:${p.id}`).toString('base64url');
+
+const CURSOR = /^(\d{1,15}):([\x21-\x7e]{1,255})$/;
+const LAST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+export function toSeek(first?: number | null, after?: string | null): Seek {
+  const n = first ?? DEFAULT_PER_PAGE;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PER_PAGE) throw invalid(`first: must be an integer from 1 to ${MAX_PER_PAGE}`);
+  if (after == null) return { first: n, after: null };
+  const m = /^[\w-]{1,400}$/.test(after) ? CURSOR.exec(Buffer.from(after, 'base64url').toString('latin1')) : null;
+  // Up to the end of year 9999: the database's text form of a later time differs.
+  if (!m || Number(m[1]) > LAST_MS) throw invalid('after: not a cursor of this list (give an endCursor or an edge cursor as returned)');
+  return { first: n, after: { createdAt: new Date(Number(m[1])), id: m[2] } };
 }

@@ -12,6 +12,7 @@ import type { GraphQLFields } from './fields.js';
 import type { PageAsk, Paged, Pagination } from '../../core/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
 import { scopeAuth, type Scopes } from './access.js';
+import { invalid } from '../../core/domain-error.js';
 
 /** A new schema builder with the scalars and root types; each schema has its own (src/api/graphql/schema.ts). */
 export function createBuilder() {
@@ -68,7 +69,12 @@ export function paging(builder: Builder) {
 
   const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
     fields: (t) => ({
-      currentPage: t.exposeInt('currentPage'),
+      currentPage: t.int({
+        resolve: (p) => {
+          if (p.currentPage === null) throw invalid('pagination.currentPage: a page asked by cursor (first/after) has no number; read pageInfo');
+          return p.currentPage;
+        },
+      }),
       perPage: t.exposeInt('perPage'),
       totalItems: t.int({ resolve: (p) => p.totalItems() }),
     }),
@@ -99,7 +105,8 @@ export function pageAsk(info: GraphQLResolveInfo): PageAsk {
   const pagination = selected.filter((f) => f.name.value === 'pagination');
   const paginationType = getNamedType(page.getFields().pagination.type) as GraphQLObjectType;
   return {
-    items: selected.some((f) => f.name.value === 'items'),
+    // Edges and pageInfo are read from the rows too.
+    items: selected.some((f) => ['items', 'edges', 'pageInfo'].includes(f.name.value)),
     total: pagination.length > 0 && subFields(info, paginationType, pagination).some((f) => f.name.value === 'totalItems'),
   };
 }

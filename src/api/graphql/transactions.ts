@@ -4,11 +4,15 @@ import { listenNow } from '../../core/notifications/live.js';
 import { getRelayer } from '../../core/relayers/service.js';
 import { publicState } from '../../core/transactions/record.js';
 import { cancelTransaction, replaceTransaction } from '../../core/transactions/cancel.js';
-import { getTransaction, listTransactions, sendTransaction } from '../../core/transactions/service.js';
+import { getTransaction, listTransactions, type PageInfo, sendTransaction } from '../../core/transactions/service.js';
+import { toCursor } from '../../core/page.js';
+import type { Transaction as TransactionRow } from '../../generated/prisma/client.js';
 import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
 import { needs, needsSome, whileValid } from './access.js';
 import { allows } from '../../core/access/permissions.js';
+
+type TransactionList = Awaited<ReturnType<typeof listTransactions>>;
 
 const andList = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 const sentence = (s: string) => (s.endsWith('.') ? s : `${s}.`);
@@ -60,12 +64,34 @@ export function transactionTypes(
   });
 
   const TransactionPage = pageOf('TransactionPage', Transaction);
+  const PageInfo = builder.objectRef<PageInfo>('PageInfo').implement({
+    fields: (t) => ({
+      hasNextPage: t.exposeBoolean('hasNextPage'),
+      endCursor: t.exposeString('endCursor', { nullable: true, description: "The last row's cursor: give it as `after` for the rows that follow." }),
+    }),
+  });
+  const TransactionEdge = builder.objectRef<TransactionRow>('TransactionEdge').implement({
+    fields: (t) => ({
+      cursor: t.string({ resolve: (tx) => toCursor(tx) }),
+      node: t.field({ type: Transaction, resolve: (tx) => tx }),
+    }),
+  });
+  builder.objectFields(TransactionPage, (t) => ({
+    edges: t.field({ type: [TransactionEdge], resolve: (p) => p.items() as Promise<TransactionRow[]> }),
+    pageInfo: t.field({ type: PageInfo, resolve: (p) => (p as TransactionList).pageInfo() }),
+  }));
+  const listArgs = builder.args((t) => ({
+    ...pageArgs,
+    first: t.int({ required: false, description: 'Items after `after` (default 10, at most 100); instead of page and perPage.' }),
+    after: t.string({ required: false, description: 'A cursor (pageInfo.endCursor or an edge cursor): the rows that follow it, newest first.' }),
+    status: t.field({ type: TransactionStatusEnum, required: false }),
+  }));
 
   builder.prismaObjectField(Relayer, 'transactions', (t) =>
     t.field({
       type: TransactionPage,
       directives: RATE_LIMITED,
-      args: { ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
+      args: listArgs,
       resolve: (r, a, ctx, info) => listTransactions(ctx.rt, r.id, a, pageAsk(info), true),
     }),
   );
@@ -79,7 +105,7 @@ export function transactionTypes(
     relayerTransactions: t.field({
       type: TransactionPage,
       directives: RATE_LIMITED,
-      args: { relayerId: t.arg.id({ required: true }), ...pageArgs, status: t.arg({ type: TransactionStatusEnum, required: false }) },
+      args: { relayerId: t.arg.id({ required: true }), ...listArgs },
       authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'read'),
       resolve: (_, a, ctx, info) => listTransactions(ctx.rt, String(a.relayerId), a, pageAsk(info)),
     }),

@@ -6,36 +6,69 @@ import type { NetworkType } from '../registry.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
 import { canonicalJson } from '../../lib/json.js';
 import { once } from '../../lib/once.js';
-import { paged, toPage, type PageAsk } from '../page.js';
+import { type Paged, paged, toCursor, toPage, toSeek, type PageAsk } from '../page.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
-import { countTransactions, publishTransaction, readPage, readTransaction } from './store.js';
+import { countTransactions, publishTransaction, readAfter, readPage, readTransaction } from './store.js';
 import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
+/** Whether a list goes on after a page, and the cursor to ask for what follows. */
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
 /**
- * A page of a relayer's transactions. Whichever read the request asks for first (its rows, else its
- * total) also shows that the relayer exists, since its transactions name it: the relayer is read
- * only when that answer is empty (or never, when the caller already holds it).
+ * A page of a relayer's transactions, by number (page, perPage) or by cursor (first, after). Whichever
+ * read the request asks for first (its rows, else its total) also shows that the relayer exists,
+ * since its transactions name it: the relayer is read only when that answer is empty (or never,
+ * when the caller already holds it).
  */
 export async function listTransactions(
   rt: Runtime,
   relayerId: string,
-  opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null },
+  opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null; first?: number | null; after?: string | null },
   ask: PageAsk = { items: true, total: true },
   relayerKnown = false,
-) {
-  const p = toPage(opts.page, opts.perPage);
-  const items = once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage));
+): Promise<Paged<Transaction> & { pageInfo: () => Promise<PageInfo> }> {
+  const byCursor = opts.first != null || opts.after != null;
+  if (byCursor && (opts.page != null || opts.perPage != null)) throw invalid('give page and perPage, or first and after, not both');
+  let list: { currentPage: number | null; perPage: number; rows: () => Promise<Transaction[]>; more: (rows: Transaction[]) => Promise<boolean> };
   const total = once(() => countTransactions(rt, relayerId, opts.status));
+  if (byCursor) {
+    const seek = toSeek(opts.first, opts.after);
+    // One row more than asked for tells whether the list goes on.
+    const read = once(() => readAfter(rt, relayerId, opts.status, seek.after, seek.first + 1));
+    list = {
+      currentPage: null,
+      perPage: seek.first,
+      rows: async () => (await read()).slice(0, seek.first),
+      more: async () => (await read()).length > seek.first,
+    };
+  } else {
+    const p = toPage(opts.page, opts.perPage);
+    list = {
+      currentPage: p.currentPage,
+      perPage: p.perPage,
+      rows: once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage)),
+      more: async (rows) => p.skip + rows.length < (await total()),
+    };
+  }
+  const items = once(list.rows);
   // Both asked for: the count runs beside the rows (on PostgreSQL, on a second connection).
   if (ask.items && ask.total) total().catch(() => {});
   if (!relayerKnown) {
     const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
     if (!found) await getRelayer(rt, relayerId);
   }
-  return paged(p, items, total);
+  const pageInfo = async () => {
+    const rows = await items();
+    const last = rows.at(-1);
+    return { hasNextPage: rows.length > 0 && (await list.more(rows)), endCursor: last ? toCursor(last) : null };
+  };
+  return { ...paged(list, items, total), pageInfo };
 }
 
 export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {

@@ -9,6 +9,7 @@ import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { Position } from '../page.js';
 import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
 import { transactionUpdates, writeReporting } from '../notifications/events.js';
@@ -497,13 +498,62 @@ export async function readTransaction(rt: Runtime, id: string): Promise<Transact
 
 const listWhere = (status: Transaction['status'] | null | undefined) => (status ? 'relayer_id = $1 AND status = $2::"TransactionStatus"' : 'relayer_id = $1');
 
-/** A page of a relayer's transactions (optionally of one status), newest first. */
+/** The list's order, newest first, and the same order reversed. */
+const NEWEST = 'created_at DESC, id DESC';
+const OLDEST = 'created_at, id';
+
+/**
+ * A page of a relayer's transactions (optionally of one status), newest first. A deep page is found
+ * in the list's index alone (relayer_id[, status], created_at, id holds every column the order and
+ * the filter read: an index-only scan) and counted from the nearer end of the list, whose length
+ * the counters give (transaction_counts, read in the same statement so both see the same rows);
+ * only the page's own rows are then read whole. Page 5,000 of 100,000 thus costs what page 1 does,
+ * and the middle page of a list skips half of its index entries, not its rows.
+ */
 export function readPage(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined, skip: number, take: number): Promise<Transaction[]> {
+  if (skip === 0) return readAfter(rt, relayerId, status, null, take);
   const params = status ? [relayerId, status] : [relayerId];
+  const where = listWhere(status);
+  const [s, t] = [`$${params.length + 1}::int`, `$${params.length + 2}::int`];
+  // Each branch runs only when its one-time condition holds: the other is never scanned.
+  const n = '(SELECT n FROM total)';
   return rt.db.read<Transaction>(
-    `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${listWhere(status)} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-    [...params, take, skip],
+    `WITH total AS MATERIALIZED (SELECT coalesce(sum(n), 0)::int AS n FROM transaction_counts WHERE ${where}),
+     ids AS (
+       (SELECT id FROM transactions WHERE ${where} AND 2 * ${s} + ${t} <= ${n} ORDER BY ${NEWEST} OFFSET ${s} LIMIT ${t})
+       UNION ALL
+       (SELECT id FROM transactions WHERE ${where} AND 2 * ${s} + ${t} > ${n} ORDER BY ${OLDEST}
+         OFFSET greatest(${n} - ${s} - ${t}, 0) LIMIT greatest(least(${t}, ${n} - ${s}), 0)))
+     SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SELECT id FROM ids) ORDER BY ${NEWEST}`,
+    [...params, skip, take],
     { prepare: true },
+  );
+}
+
+/**
+ * Up to `take` of a relayer's transactions (optionally of one status) that come after `after` in the
+ * list's order, newest first: a seek in the list's index, as fast at any depth. Rows added since
+ * `after` was read are newer and never shift what follows it.
+ */
+export function readAfter(
+  rt: Runtime,
+  relayerId: string,
+  status: Transaction['status'] | null | undefined,
+  after: Position | null,
+  take: number,
+): Promise<Transaction[]> {
+  const params: unknown[] = status ? [relayerId, status] : [relayerId];
+  let where = listWhere(status);
+  if (after) {
+    where += ` AND (created_at, id) < ($${params.length + 1}::timestamp(3), $${params.length + 2}::text)`;
+    params.push(after.createdAt.toISOString().slice(0, -1), after.id);
+  }
+  return rt.db.read<Transaction>(
+    `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where} ORDER BY ${NEWEST} LIMIT $${params.length + 1}`,
+    [...params, take],
+    {
+      prepare: true,
+    },
   );
 }
 

@@ -88,7 +88,10 @@ const CASES: Case[] = [
     field: 'relayerTransactions',
     need: 'relayer:evm-relayer:read',
     rest: () => ['GET', TX],
-    gql: () => ['{ relayerTransactions(relayerId: "evm-relayer") { items { id } } }'],
+    // By page and by cursor.
+    gql: () => [
+      '{ relayerTransactions(relayerId: "evm-relayer") { items { id } } byCursor: relayerTransactions(relayerId: "evm-relayer", first: 5) { edges { node { id } } } }',
+    ],
   },
   {
     field: 'transaction',
