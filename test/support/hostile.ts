@@ -36,6 +36,8 @@ const WRONG_TYPES = [
 ];
 
 const ids: Record<string, string> = { relayer_id: 'evm-relayer', notification_id: 'hook-a', transaction_id: 'x' };
+/** Body fields whose JSON is a plugin's to read (its params, its config): any number is valid there. */
+const OPAQUE: Record<string, string> = { callPlugin: 'params', updatePlugin: 'config' };
 const fill = (r: Route, params: Record<string, string> = {}) => r.path.replace(/\{(\w+)\}/g, (_, p: string) => params[p] ?? ids[p] ?? 'x');
 
 /** The JSON text of `value` with the string "\u0001N\u0001" (a marker) replaced by raw number text. */
@@ -88,7 +90,8 @@ export function hostileFor(r: Route): fc.Arbitrary<Hostile> | null {
   }
   if (r.body) {
     const example = r.body.example;
-    const { strings, numbers } = leaves(example);
+    const { strings, numbers: all } = leaves(example);
+    const numbers = all.filter((at) => at[0] !== OPAQUE[r.id]);
     const body = (text: string, kind: string, headers: Record<string, string> = json): Hostile => ({
       method: r.method,
       path: fill(r),

@@ -166,6 +166,25 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     return issues.length ? undefined : (value as Record<string, unknown>);
   }
 
+  /**
+   * Names of query parameters whose value is not valid percent-encoded UTF-8. URLSearchParams would
+   * read such bytes as U+FFFD; like a path, the query is refused instead.
+   */
+  function badlyEncoded(search: string): Set<string> {
+    const bad = new Set<string>();
+    for (const part of search.slice(1).split('&')) {
+      const [name, value = ''] = part.split(/=(.*)/s);
+      try {
+        decodeURIComponent(value.replace(/\+/g, ' '));
+      } catch {
+        try {
+          bad.add(decodeURIComponent(name.replace(/\+/g, ' ')));
+        } catch {}
+      }
+    }
+    return bad;
+  }
+
   function variablesFor(c: CompiledRoute, params: Record<string, string>, url: URL, request: Request, text: string, issues: string[], tail?: string) {
     const { route } = c;
     const variables: Record<string, unknown> = {};
@@ -186,10 +205,12 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
     }
+    const malformed = route.query ? badlyEncoded(url.search) : new Set<string>();
     for (const [name, schema] of Object.entries(route.query?.shape ?? {}) as [string, z.ZodType][]) {
       const given = url.searchParams.getAll(name);
       const why = given.map(textProblem).find(Boolean);
-      if (why) issues.push(`${name}: ${why}`);
+      if (malformed.has(name)) issues.push(`${name}: invalid percent-encoding in the query`);
+      else if (why) issues.push(`${name}: ${why}`);
       else if (given.length > 1) issues.push(`${name}: given more than once`);
       else if (given.length === 1) variables[camel(name)] = fromText(given[0], schema, name, issues);
     }

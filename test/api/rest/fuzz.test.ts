@@ -107,6 +107,7 @@ const ids = (_r: Route, name: string) => {
     network_id: ['evm:localnet', 'solana:devnet'],
     nonce: ['1', '2', '-1', 'abc'],
     api_key_id: [],
+    plugin_id: [],
   };
   return fc.oneof(
     fc.constantFrom(...(known[name].length ? known[name] : ['x'])),
