@@ -5,34 +5,23 @@
 //
 // The first start creates and migrates the database; each measured start opens a copy of it.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, startAnvil } from '../src/chains/evm/anvil.js';
+import { evmConfig } from '../test/support/service.js';
+import { cpuMs, ROOT } from './chain.js';
 import { startFlags } from './flags.js';
 import { median, spread } from './stats.js';
 
 const { values: a } = parseArgs({ options: { runs: { type: 'string', default: '9' }, flags: { type: 'string' }, json: { type: 'boolean', default: false } } });
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const flags = a.flags === undefined ? startFlags() : a.flags.split(/\s+/).filter(Boolean);
-const TICK_MS = 10; // /proc/<pid>/stat counts CPU in clock ticks of 1/100 s (USER_HZ on Linux)
 
 const anvil = await startAnvil();
 const dir = mkdtempSync(path.join(tmpdir(), 'relayer-bench-start-'));
 const config = path.join(dir, 'config.json');
-writeFileSync(
-  config,
-  JSON.stringify({
-    relayers: [{ id: 'evm-relayer', name: 'EVM relayer', network: 'localnet', network_type: 'evm', paused: false, signer_id: 'dev-signer', policies: {} }],
-    signers: [
-      { id: 'dev-signer', type: 'local', config: { path: path.join(ROOT, 'config/keys/devnet.json'), passphrase: { type: 'plain', value: 'devnet' } } },
-    ],
-    notifications: [],
-    networks: [{ type: 'evm', network: 'localnet', chain_id: 31337, required_confirmations: 1, symbol: 'ETH', rpc_urls: [anvil.url], is_testnet: true }],
-  }),
-);
+writeFileSync(config, JSON.stringify(evmConfig(anvil.url)));
 
 /** Starts the service on `dataDir`; answers its CPU (ms) and wall time (ms) once healthy, then stops it. */
 async function start(dataDir: string): Promise<{ cpuMs: number; wallMs: number }> {
@@ -64,11 +53,10 @@ async function start(dataDir: string): Promise<{ cpuMs: number; wallMs: number }
     await new Promise((r) => setTimeout(r, 20));
   }
   const wallMs = performance.now() - started;
-  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const cpuMs = (Number(stat[11]) + Number(stat[12])) * TICK_MS; // utime and stime (fields 14 and 15)
+  const cpu = cpuMs(child.pid);
   child.kill('SIGTERM');
   await exited;
-  return { cpuMs, wallMs };
+  return { cpuMs: cpu, wallMs };
 }
 
 try {
