@@ -1,6 +1,8 @@
 // `npm run build`: generated code, then src/main.ts bundled with its dependencies into dist/main.js
-// (esbuild; types are checked by `npm run typecheck`). One file loads in a fraction of the CPU that
-// resolving and compiling some two thousand modules takes: a start costs about 1.3 s of CPU less.
+// and scripts/keystore.ts into dist/keystore.js (esbuild; types are checked by `npm run typecheck`).
+// One file loads in a fraction of the CPU that resolving and compiling some two thousand modules
+// takes: a start costs about 1.3 s of CPU less. Whitespace and syntax are minified (names are kept,
+// and the source map points back to src/): 7.6 MB becomes 5.2 MB, 0.35 s less CPU to start.
 // Left outside the bundle, loaded from node_modules: what finds files beside its own code (PGlite's
 // WebAssembly and data, native addons, Prisma's query compiler) and the cloud signers' SDKs, which
 // are imported only when a signer of theirs is configured, and GraphiQL's assets (9 MB, read on
@@ -36,13 +38,16 @@ execFileSync(process.execPath, [`${root}scripts/generate.mjs`], { cwd: root, std
 const { build } = await import('esbuild');
 await build({
   absWorkingDir: root,
-  entryPoints: ['src/main.ts'],
-  outfile: 'dist/main.js',
+  // The service, and the keystore tool (`npm run keystore`), which a production install runs too.
+  entryPoints: { main: 'src/main.ts', keystore: 'scripts/keystore.ts' },
+  outdir: 'dist',
   bundle: true,
   platform: 'node',
   format: 'esm',
   target: 'node20',
   sourcemap: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   external: [
     '@electric-sql/pglite',

@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { getBase58Encoder } from '@solana/kit';
-import { Keypair, StrKey } from '@stellar/stellar-sdk';
+import { Keypair, StrKey } from '@stellar/stellar-base';
 import { createLocalSigner, isValidSecp256k1Key, type SignerKind } from '../src/signers/index.js';
 import { encryptKeystore, KeystoreError, readKeystoreFile, writeKeystoreFile } from '../src/signers/keystore.js';
 

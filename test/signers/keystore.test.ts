@@ -9,6 +9,7 @@ import { bytesToHex, hexToBytes, parseGwei, recoverTransactionAddress, type Tran
 import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { createLocalSigner } from '../../src/signers/index.js';
+import { ROOT } from '../support/service.js';
 import { decryptKeystore, encryptKeystore, KeystoreError, readKeystoreFile, type KeystoreV3 } from '../../src/signers/keystore.js';
 
 // Published Web3 Secret Storage Definition test vectors.
@@ -255,11 +256,12 @@ describe('createLocalSigner', () => {
   });
 });
 
+// The built tool, as `npm run keystore` runs it (the global setup builds dist/).
 describe('keystore CLI', () => {
   const run = promisify(execFile);
   const cli = (args: string[], env: Record<string, string> = {}) =>
-    run('npx', ['tsx', 'scripts/keystore.ts', ...args], {
-      cwd: join(import.meta.dirname, '../..'),
+    run(process.execPath, [join(ROOT, 'dist/keystore.js'), ...args], {
+      cwd: ROOT,
       env: { ...process.env, KEYSTORE_PASSPHRASE: 'cli-pass', ...env },
     });
 
