@@ -6,8 +6,8 @@ import { inspect } from 'node:util';
 import { getAddressDecoder, type Address as SolanaAddress } from '@solana/kit';
 import { StrKey } from '@stellar/stellar-base';
 import { bytesToHex, type Address as EvmAddress, type TransactionSerializable } from 'viem';
-import { privateKeyToAccount, type LocalAccount } from 'viem/accounts';
-import { digestAccount, localDigestSigner, transactionSigner, type SignDigest, type SignedEvmTransaction } from './secp256k1.js';
+import type { LocalAccount } from 'viem/accounts';
+import { digestAccount, evmAddressOf, localDigestSigner, transactionSigner, type SignDigest, type SignedEvmTransaction } from './secp256k1.js';
 
 export type SignerKind = 'evm' | 'solana' | 'stellar';
 
@@ -104,7 +104,7 @@ export function createLocalSigner(secret: Uint8Array, kind: SignerKind): Signer 
   if (kind === 'evm') {
     // Checked here because the underlying library's error would echo the key.
     if (!isValidSecp256k1Key(secret)) throw new Error('evm secret is not a valid secp256k1 private key');
-    return evmSigner(privateKeyToAccount(bytesToHex(secret)).address, localDigestSigner(secret));
+    return evmSigner(evmAddressOf(secret), localDigestSigner(secret));
   }
   if (kind === 'solana' || kind === 'stellar') {
     const key = ed25519PrivateKey(secret);

@@ -4,7 +4,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { signRecoverable } from 'tiny-secp256k1';
 import { createLocalSigner, type EvmSigner } from '../../src/signers/index.js';
-import { nativeSign } from '../../src/signers/secp256k1.js';
+import { evmAddressOf, nativeSign } from '../../src/signers/secp256k1.js';
 import { keccak256, keccak256Bytes } from '../../src/lib/keccak.js';
 
 const TXS: TransactionSerializable[] = [
@@ -60,6 +60,13 @@ describe('EVM transaction signing', () => {
       const wasm = signRecoverable(digest, key);
       expect(bytesToHex(ours.signature)).toBe(bytesToHex(wasm.signature));
       expect(ours.recoveryId).toBe(wasm.recoveryId);
+    }
+  });
+
+  it('derives the address viem derives from a key, with libsecp256k1', () => {
+    for (let i = 0; i < 200; i++) {
+      const key = randomBytes(32);
+      expect(evmAddressOf(key)).toBe(privateKeyToAccount(bytesToHex(key)).address);
     }
   });
 
