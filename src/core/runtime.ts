@@ -77,8 +77,8 @@ const SNAPSHOT_IDLE_MS = 10 * 60_000;
 
 /** The core's process state, one named member per use; it goes away with its runtime. */
 export interface Held {
-  /** The intake queue of each relayer with send requests waiting (transactions/intake.ts); a queue is dropped once drained. */
-  intake: Map<string, IntakeQueue>;
+  /** Send requests waiting to be written, of every relayer (transactions/intake.ts). */
+  intake: IntakeQueue;
   /** The latest version of each in-flight row this runtime saved, for the mined-nonce claim (transactions/store.ts). */
   savedRows: Map<string, Transaction>;
   /** Relayers as last read here (relayers/service.ts relayerSnapshot). */
@@ -97,7 +97,7 @@ export interface Held {
 
 export function createHeld(): Held {
   return {
-    intake: new Map(),
+    intake: { items: [], running: false },
     savedRows: new Map(),
     relayerSnapshots: new ExpiringMap(SNAPSHOT_IDLE_MS, { touch: true }),
     readiness: { at: 0, verdict: undefined },

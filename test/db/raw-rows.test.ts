@@ -138,7 +138,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       [{ ...full(41n), idempotencyKey: null, status: 'canceled', statusReason: 'why', chainState: { phase: 'done', list: [1] } }],
       NO_HOOK,
     );
-    const guard = { sql: `UPDATE relayers SET name = name WHERE id = $4 RETURNING 100::bigint AS base`, params: ['r'] };
+    const guard = { sql: `UPDATE relayers SET name = name WHERE id = $4 RETURNING id AS relayer_id, 100::bigint AS base`, params: ['r'] };
     const offset = await insertTransactions(handle(), [{ ...full(2n), idempotencyKey: null }], { ...NO_HOOK, guard });
     expect(leased[0]).toMatchObject({ leaseOwner: 'me', status: 'pending' });
     expect(leased[0].leaseUntil!.getTime()).toBeGreaterThan(Date.now());

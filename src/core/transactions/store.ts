@@ -115,8 +115,9 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
 }
 
 /**
- * The INSERT of new rows: each nonce is offset by `base`, the one row that statement `r` returns
- * (nothing is written when it returns none).
+ * The INSERT of new rows: each row's nonce is offset by the `base` of its relayer's row
+ * (`relayer_id`) that statement `r` returns; the rows of a relayer it returns none for are not
+ * written.
  */
 const insertSql = (r: string) => `WITH r AS (${r})
   INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until, due_at)
@@ -126,9 +127,10 @@ const insertSql = (r: string) => `WITH r AS (${r})
   }).join(', ')}, now(),
     $2::text, l.until, coalesce(l.until, now())
   FROM (SELECT CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END AS until) l, r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+  WHERE r.relayer_id = x."relayerId"
   ORDER BY n
   RETURNING ${columnsAs(FILLED)}`;
-const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
+const INSERT_SQL = insertSql(`SELECT DISTINCT "relayerId" AS relayer_id, 0::bigint AS base FROM jsonb_to_recordset($1::jsonb) AS x("relayerId" text)`);
 
 /**
  * Inserts rows in one statement and returns them as written, in the order given, with the webhook
@@ -136,9 +138,10 @@ const INSERT_SQL = insertSql('SELECT 0::bigint AS base');
  * every row). With `leaseOwner` they are written leased to it (for LEASE_MS), to be worked on
  * without claiming them first, and due when the lease ends, as no one could claim them sooner: the
  * worker's poll for due rows then passes over them (it read every row in flight each time, to
- * find each one leased). With `guard` (an UPDATE of the relayer that returns `base`, its
- * parameters numbered from $4), rows are written only if it returns its row, and their nonces are
- * offsets from `base`: none is written when it returns none.
+ * find each one leased). With `guard` (an UPDATE of the relayers that returns `relayer_id` and
+ * `base` of each, its parameters numbered from $4), a relayer's rows are written only if it
+ * returns its row, and their nonces are offsets from its `base`: none is written when it returns
+ * none.
  */
 export async function insertTransactions(
   rt: Pick<Runtime, 'db' | 'wakeDeliveries'> & { families: FamilySpecs },
