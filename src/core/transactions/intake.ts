@@ -149,12 +149,13 @@ const checkParam = (f: CheckedField, v: unknown) =>
 /**
  * Each relayer's row, still as its group was checked against (a row of the recordset $4: its id,
  * the nonces its group takes and the checked fields, each as `is_<field>`), locked in id order (two batches locking the
- * same relayers cannot deadlock) and advanced by the nonces its group takes (the first of them is
+ * same relayers cannot deadlock) as strongly as the UPDATE locks it (FOR NO KEY UPDATE: FOR UPDATE
+ * would also wait on, and deadlock with, writes of rows that refer to the relayer) and advanced by the nonces its group takes (the first of them is
  * `base`). No row for a relayer that changed, or whose group takes nonces when it has none yet.
  * Its parameters follow the insert's own ($1 to $3).
  */
 const GUARD = `WITH c AS (SELECT * FROM jsonb_to_recordset($4::jsonb) AS c(id text, taking bigint, ${CHECKED.map((f) => `"is_${f}" ${f === 'paused' || f === 'systemDisabled' ? 'boolean' : 'text'}`).join(', ')})),
-    locked AS (SELECT id FROM relayers WHERE id IN (SELECT id FROM c) ORDER BY id FOR UPDATE)
+    locked AS (SELECT id FROM relayers WHERE id IN (SELECT id FROM c) ORDER BY id FOR NO KEY UPDATE)
   UPDATE relayers SET next_nonce = next_nonce + c.taking
   FROM c
   WHERE relayers.id = c.id AND relayers.id IN (SELECT id FROM locked) AND (c.taking = 0 OR next_nonce IS NOT NULL)
