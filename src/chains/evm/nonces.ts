@@ -13,6 +13,13 @@ export async function latestNonce(ctx: EvmContext): Promise<bigint> {
   return BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']));
 }
 
+/** latestNonce, read together with the other calls of this turn of the event loop (EvmRpc.gather). */
+export async function latestNonceGathered(ctx: EvmContext): Promise<bigint> {
+  const [o] = await ctx.rpc.gather<Hex>([{ method: 'eth_getTransactionCount', params: [ctx.relayer.address, 'latest'] }]);
+  if (!o.ok) throw o.error;
+  return BigInt(o.result);
+}
+
 export async function chainNonces(ctx: EvmContext): Promise<{ latest: bigint; pending: bigint }> {
   const [latest, pending] = await Promise.all([
     ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']),

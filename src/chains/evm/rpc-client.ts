@@ -35,6 +35,13 @@ export type EvmRpc = {
    * Endpoint failures fail over like `request`; a call the node refuses comes back as its error.
    */
   batch<T = unknown>(calls: RpcCall[], opts?: { chunk?: number }): Promise<RpcOutcome<T>[]>;
+  /**
+   * As `batch`, but the calls of every caller made in one turn of the event loop go to the node
+   * together, as one batch (a lone caller's as its own): with 100 relayers, a worker step's reads
+   * and broadcasts were 100 HTTP requests each. A failure of the whole (no endpoint answered) fails
+   * each caller's calls, as it would have failed its own batch.
+   */
+  gather<T = unknown>(calls: RpcCall[]): Promise<RpcOutcome<T>[]>;
   /** viem transport with failover: `createPublicClient({ transport: rpc.transport })`. */
   transport: Transport;
   status(): EndpointStatus[];
@@ -59,6 +66,9 @@ export function isTransientRpcError(code: number, message: string): boolean {
   return code === -32000 && TRANSIENT_MESSAGE.test(message);
 }
 
+/** Calls of one gathered HTTP request at most. */
+const GATHERED_CHUNK = 1_000;
+
 export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {}): EvmRpc {
   const client = createJsonRpcClient(endpoints, {
     timeoutMs: opts.timeoutMs,
@@ -73,9 +83,31 @@ export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {})
   });
   const request = <T = unknown>(method: string, params: unknown[] = []) => client.request<T>(method, params);
   const memos = new Map<number, ExpiringMap<string, Promise<unknown>>>();
+  let gathered: { calls: RpcCall[]; resolve(outcomes: RpcOutcome[]): void; reject(e: unknown): void }[] = [];
+  const sendGathered = async () => {
+    const go = gathered;
+    gathered = [];
+    if (go.length === 1) return client.batch(go[0].calls).then(go[0].resolve, go[0].reject);
+    try {
+      const outcomes = await client.batch(
+        go.flatMap((g) => g.calls),
+        { chunk: GATHERED_CHUNK },
+      );
+      let i = 0;
+      for (const g of go) g.resolve(outcomes.slice(i, (i += g.calls.length)));
+    } catch (e) {
+      for (const g of go) g.reject(e);
+    }
+  };
   return {
     request,
     batch: client.batch,
+    gather<T>(calls: RpcCall[]) {
+      return new Promise<RpcOutcome<T>[]>((resolve, reject) => {
+        gathered.push({ calls, resolve: resolve as (o: RpcOutcome[]) => void, reject });
+        if (gathered.length === 1) setImmediate(() => void sendGathered());
+      });
+    },
     // retryCount 0: failover and retries already happen in request().
     transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params ?? []) }, { retryCount: 0 }),
     status: client.status,

@@ -43,7 +43,7 @@ import {
 import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './node-errors.js';
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
-import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
+import { chainNonces, latestNonceGathered, reconcileNonces } from './nonces.js';
 import { blockGasLimit, capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
@@ -164,7 +164,7 @@ async function readChain(rt: Runtime, ctx: EvmContext, works: Work[], latest: bi
   const look = works.filter((w) => toResolve(w, latest));
   if (look.length === 0) return { head: 0n, answers: new Map() };
   const calls = look.flatMap((w) => signedHashes(w).map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })));
-  const [head, ...replies] = await ctx.rpc.batch<Receipt | null>([{ method: 'eth_blockNumber' }, ...calls]);
+  const [head, ...replies] = await ctx.rpc.gather<Receipt | null>([{ method: 'eth_blockNumber' }, ...calls]);
   if (!head.ok) throw head.error;
   const headBlock = BigInt(head.result as unknown as Hex);
   const answers = new Map<string, ChainAnswer>();
@@ -304,7 +304,7 @@ async function broadcast(c: Ctx, ctx: EvmContext, works: Work[]): Promise<EvmOut
   const outcomes: EvmOutcome[] = new Array(works.length);
   let replies: { ok: boolean; error?: unknown }[];
   try {
-    replies = await ctx.rpc.batch(order.map(({ w }) => ({ method: 'eth_sendRawTransaction', params: [w.st.raw] })));
+    replies = await ctx.rpc.gather(order.map(({ w }) => ({ method: 'eth_sendRawTransaction', params: [w.st.raw] })));
   } catch (e) {
     for (const { i } of order) outcomes[i] = { verdict: 'unreachable', error: e as Error };
     return outcomes;
@@ -388,7 +388,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     };
     if (!c.evm) return seen;
     try {
-      seen.latest = await latestNonce(c.evm);
+      seen.latest = await latestNonceGathered(c.evm);
       seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
       seen.window = await windowFor(c, c.evm, rows, seen.latest);
       const { head, answers } = await readChain(
@@ -464,7 +464,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       await untilMined(c.rt, ctx, upTo, waits[0].d.latest ?? 0n, Math.round(1.5 * ctx.blocktimeMs));
     }
     if (looks.length > 0) {
-      const latest = await latestNonce(ctx).catch(() => null);
+      const latest = await latestNonceGathered(ctx).catch(() => null);
       const read =
         latest === null
           ? null

@@ -406,11 +406,13 @@ describe('the send window', () => {
     let block: () => unknown = () => ({ gasLimit: '0x1c9c380' }); // 30,000,000
     const client = () => {
       const kept = new ExpiringMap<string, Promise<unknown>>(60_000);
+      const request = async (method: string) => {
+        calls.push(method);
+        return method === 'eth_getTransactionCount' ? '0x64' : block(); // mined nonce 100
+      };
       return {
-        request: async (method: string) => {
-          calls.push(method);
-          return method === 'eth_getTransactionCount' ? '0x64' : block(); // mined nonce 100
-        },
+        request,
+        gather: (asked: { method: string }[]) => Promise.all(asked.map(async ({ method }) => ({ ok: true, result: await request(method) }))),
         memo: (key: string, _ttlMs: number, load: () => Promise<unknown>) => kept.load(key, load),
       };
     };

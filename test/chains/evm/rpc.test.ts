@@ -79,6 +79,33 @@ describe('createEvmRpc', () => {
     expect(rpc.status().every((s) => s.healthy)).toBe(true);
   });
 
+  it('gathers the calls of several callers in one turn into one request; each gets its own answers, a refusal only its own', async () => {
+    const proxy = await track(countingProxy(anvil.url));
+    const rpc = createEvmRpc([{ url: proxy.url }]);
+    const [a, b, c] = await Promise.all([
+      rpc.gather([{ method: 'eth_chainId' }, { method: 'eth_getTransactionCount', params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'] }]),
+      rpc.gather([{ method: 'eth_call', params: [{ data: REVERTING_INIT_CODE }] }]),
+      rpc.gather([{ method: 'eth_blockNumber' }]),
+    ]);
+    expect(proxy.hits()).toBe(1);
+    expect(a).toEqual([
+      { ok: true, result: '0x7a69' },
+      { ok: true, result: expect.stringMatching(/^0x/) },
+    ]);
+    expect(b).toHaveLength(1);
+    expect(b[0]).toMatchObject({ ok: false, error: { code: 3 } });
+    expect(c).toEqual([{ ok: true, result: expect.stringMatching(/^0x/) }]);
+    // A lone caller's calls go as they would on their own.
+    expect(await rpc.gather([{ method: 'eth_chainId' }])).toEqual([{ ok: true, result: '0x7a69' }]);
+    expect(proxy.hits()).toBe(2);
+  });
+
+  it('fails every gathered caller when no endpoint answers', async () => {
+    const rpc = createEvmRpc([{ url: DEAD }], { retries: 0 });
+    const failed = await Promise.all([rpc.gather([{ method: 'eth_chainId' }]), rpc.gather([{ method: 'eth_blockNumber' }])].map(rejection));
+    for (const err of failed) expect(err).toBeInstanceOf(RpcUnavailableError);
+  });
+
   it.each([
     [-32000, 'nonce too low'],
     [-32000, 'already known'],
