@@ -42,9 +42,8 @@ function nativeAddon(): { sign: Sign; publicKey: PublicKey } | undefined {
   }
 }
 
-export const nativeSign = (): Sign | undefined => nativeAddon()?.sign;
-
 const native = nativeAddon();
+export const nativeSign = (): Sign | undefined => native?.sign;
 const sign: Sign = native?.sign ?? signRecoverable;
 const publicKey: PublicKey = native?.publicKey ?? ((key) => pointFromScalar(key, false)!);
 
