@@ -205,13 +205,17 @@ function remember(rt: Runtime, row: Transaction) {
 const CLAIMED = ['id', 'updatedAt', 'nonce', 'status', 'dueAt', 'leaseOwner', 'leaseUntil'] as const;
 const BY_IDS = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))`;
 
-/** The rows of the ranges that no one holds, each range's read through the (relayer_id, nonce) index. */
+/**
+ * The rows of the ranges that no one holds, each range's read through the (relayer_id, nonce) index,
+ * then updated by id as one array (looked up in the primary key). Joined to the ranges instead, the
+ * statement took 24 ms a call on PGlite under bench/many.ts, about 10 ms this way.
+ */
 const claimMinedSql = (unsigned: boolean) => {
   const free = `due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}`;
   return `UPDATE transactions SET lease_owner = $2, lease_until = now() + ($3 || ' milliseconds')::interval
-     FROM (SELECT c.id AS claimed_id FROM jsonb_to_recordset($1::jsonb) AS r(relayer_id text, lo bigint, hi bigint)
-       CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi AND ${free}) c) m
-     WHERE id = m.claimed_id AND ${free}
+     WHERE id = ANY(ARRAY(SELECT c.id FROM jsonb_to_recordset($1::jsonb) AS r(relayer_id text, lo bigint, hi bigint)
+       CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi AND ${free}) c))
+       AND ${free}
      RETURNING ${columnsAs(CLAIMED)}`;
 };
 const CLAIM_MINED = [claimMinedSql(false), claimMinedSql(true)];
