@@ -8,13 +8,11 @@ import type { EvmState } from './state.js';
 import type { Hex } from 'viem';
 import { isUniqueViolation } from '../../db/unique-violation.js';
 
-/** The account's nonce in the latest block: every nonce below it is mined. */
+/**
+ * The account's nonce in the latest block (every nonce below it is mined), read together with the
+ * other calls of this turn of the event loop (EvmRpc.gather).
+ */
 export async function latestNonce(ctx: EvmContext): Promise<bigint> {
-  return BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [ctx.relayer.address, 'latest']));
-}
-
-/** latestNonce, read together with the other calls of this turn of the event loop (EvmRpc.gather). */
-export async function latestNonceGathered(ctx: EvmContext): Promise<bigint> {
   const [o] = await ctx.rpc.gather<Hex>([{ method: 'eth_getTransactionCount', params: [ctx.relayer.address, 'latest'] }]);
   if (!o.ok) throw o.error;
   return BigInt(o.result);

@@ -43,7 +43,7 @@ import {
 import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './node-errors.js';
 import { minedAt } from './evidence.js';
 import { estimateGasWithMargin } from './fees.js';
-import { chainNonces, latestNonceGathered, reconcileNonces } from './nonces.js';
+import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
 import { blockGasLimit, capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
@@ -388,7 +388,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     };
     if (!c.evm) return seen;
     try {
-      seen.latest = await latestNonceGathered(c.evm);
+      seen.latest = await latestNonce(c.evm);
       seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
       seen.window = await windowFor(c, c.evm, rows, seen.latest);
       const { head, answers } = await readChain(
@@ -464,7 +464,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       await untilMined(c.rt, ctx, upTo, waits[0].d.latest ?? 0n, Math.round(1.5 * ctx.blocktimeMs));
     }
     if (looks.length > 0) {
-      const latest = await latestNonceGathered(ctx).catch(() => null);
+      const latest = await latestNonce(ctx).catch(() => null);
       const read =
         latest === null
           ? null

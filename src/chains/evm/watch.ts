@@ -2,7 +2,6 @@ import { byNonce } from '../../core/step-runner.js';
 import { claimMinedNonces, type NonceRange } from '../../core/transactions/store.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
-import type { Hex } from 'viem';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
 import { latestNonce } from './nonces.js';
@@ -123,20 +122,7 @@ function schedule(rt: Runtime, rpc: EvmRpc, ms: number) {
     const watches = rt.state(WATCHES);
     const on = [...watches.values()].filter((w) => w.ctx.rpc === rpc);
     if (on.length === 0) return polls.delete(rpc);
-    let nonces: (bigint | Error)[];
-    try {
-      nonces =
-        on.length === 1
-          ? [await latestNonce(on[0].ctx)]
-          : (
-              await rpc.batch<Hex>(
-                on.map((w) => ({ method: 'eth_getTransactionCount', params: [w.ctx.relayer.address, 'latest'] })),
-                { chunk: 100 },
-              )
-            ).map((o) => (o.ok ? BigInt(o.result) : o.error));
-    } catch (err) {
-      nonces = on.map(() => err as Error);
-    }
+    const nonces = await Promise.all(on.map((w) => latestNonce(w.ctx).catch((err: Error) => err)));
     // The rows the chain passed, and those the send window lets in, of every watch: two statements.
     const passed: NonceRange[] = [];
     const letIn: NonceRange[] = [];

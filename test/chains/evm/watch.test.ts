@@ -14,7 +14,7 @@ function setup() {
   const ctx = {
     relayer: { id: 'r1', address: '0x0000000000000000000000000000000000000001' },
     blocktimeMs: 500, // the watch reads every 50 ms
-    rpc: { request: async () => `0x${chain.latest.toString(16)}` },
+    rpc: { gather: async () => [{ ok: true, result: `0x${chain.latest.toString(16)}` }] },
   } as unknown as EvmContext;
   return { chain, rt, ctx };
 }
@@ -94,7 +94,7 @@ async function rowsAt(nonces: bigint[], opts: { unsigned?: bigint[]; leased: big
   const ctx = {
     relayer: { id: 'r1', address: ADDRESS },
     blocktimeMs: 500,
-    rpc: { request: async () => `0x${chain.latest.toString(16)}` },
+    rpc: { gather: async () => [{ ok: true, result: `0x${chain.latest.toString(16)}` }] },
   } as unknown as EvmContext;
   const giveBack = (ns: bigint[]) => db.prisma.transaction.updateMany({ where: { nonce: { in: ns } }, data: { leaseOwner: null, leaseUntil: null } });
   return { db, ids, handed, chain, rt, ctx, giveBack };
