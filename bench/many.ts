@@ -28,6 +28,7 @@ import { ANVIL_DEFAULT_MNEMONIC, type AnvilInstance, startAnvil } from '../src/c
 import { encryptKeystore } from '../src/signers/keystore.js';
 import { auth, blockNumber, cpuMs, jsonClient, nextBlock, postgresCpuMs, RECEIVER, sendRaw, startRelayer, waitProgress } from './chain.js';
 import { median, spread } from './stats.js';
+import { parseMetrics } from '../test/support/metrics.js';
 import { Wire } from './wire.js';
 
 const { values: args } = parseArgs({
@@ -121,6 +122,12 @@ async function direct(chains: AnvilInstance[], sends: number): Promise<{ rate: n
 
 // ---- through the relayer --------------------------------------------------------------------
 
+/** Transactions the service has signed again because the chain had not taken them in time (its metrics). */
+async function resubmissions(metricsUrl: string): Promise<number> {
+  const all = parseMetrics(await (await fetch(metricsUrl)).text());
+  return sum(all.filter((m) => m.name === 'relayer_transaction_resubmissions_total').map((m) => m.value));
+}
+
 /** GraphQL queries of the relayers' confirmed counts, a few relayers each (the API bounds the fields of one query). */
 const CONFIRMED = Array.from({ length: Math.ceil(R / 10) }, (_, q) => relayerIds.slice(q * 10, q * 10 + 10)).map(
   (ids) =>
@@ -151,12 +158,21 @@ async function listTransactions(url: string, relayerId: string): Promise<Tx[]> {
 }
 
 async function relayed(
-  service: { url: string; child: { pid?: number } },
+  service: { url: string; metricsUrl: string; child: { pid?: number } },
   chains: AnvilInstance[],
   sends: number,
   already: number[],
-): Promise<{ rate: number; serviceCpuMs: number; serverCpuMs: number | null; problems: string[]; lagBlocks: number; lagConfirmedBlocks: number }> {
+): Promise<{
+  rate: number;
+  serviceCpuMs: number;
+  serverCpuMs: number | null;
+  resubmitted: number;
+  problems: string[];
+  lagBlocks: number;
+  lagConfirmedBlocks: number;
+}> {
   const start = await minedNonces(chains);
+  const resubmitted0 = await resubmissions(service.metricsUrl);
   const { hostname, port } = new URL(service.url);
   const wires = await Promise.all(Array.from({ length: C }, () => Wire.open(hostname, Number(port))));
   const queue = Array.from({ length: sends * R }, (_, i) => relayerIds[i % R]);
@@ -210,6 +226,7 @@ async function relayed(
     rate: (R * sends) / ((t1 - t0) / 1000),
     serviceCpuMs,
     serverCpuMs: server0 === null || server1 === null ? null : (server1 - server0) / (R * sends),
+    resubmitted: (await resubmissions(service.metricsUrl)) - resubmitted0,
     problems,
     lagBlocks,
     lagConfirmedBlocks,
@@ -268,7 +285,7 @@ try {
   );
   for (const [i, x] of rounds.entries())
     console.log(
-      `  round ${i + 1}: direct ${x.chain.toFixed(0)}/s   relayed ${x.relayed.rate.toFixed(0)} confirmed/s (${ratios[i].toFixed(2)})   slowest relayer's last transfer after the median's: mined ${x.relayed.lagBlocks} blocks, confirmed ${x.relayed.lagConfirmedBlocks.toFixed(1)} blocks   CPU a transfer: service ${x.relayed.serviceCpuMs.toFixed(2)} ms${x.relayed.serverCpuMs === null ? '' : `, PostgreSQL server ${x.relayed.serverCpuMs.toFixed(2)} ms`}`,
+      `  round ${i + 1}: direct ${x.chain.toFixed(0)}/s   relayed ${x.relayed.rate.toFixed(0)} confirmed/s (${ratios[i].toFixed(2)})   slowest relayer's last transfer after the median's: mined ${x.relayed.lagBlocks} blocks, confirmed ${x.relayed.lagConfirmedBlocks.toFixed(1)} blocks   CPU a transfer: service ${x.relayed.serviceCpuMs.toFixed(2)} ms${x.relayed.serverCpuMs === null ? '' : `, PostgreSQL server ${x.relayed.serverCpuMs.toFixed(2)} ms`}   signed again: ${x.relayed.resubmitted}`,
     );
   console.log(
     `  relayed / direct: ${ratio.toFixed(2)} (rounds ${spread(ratios)}; target >= 0.90), slowest relayer's lag at most ${lag.toFixed(1)} blocks (target <= ${STARVED_BLOCKS})`,

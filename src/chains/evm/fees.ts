@@ -56,6 +56,26 @@ export async function eip1559Fees(rpc: RpcRequester, speed: Speed): Promise<Eip1
   return { maxFeePerGas: 2n * baseFeePerGas + maxPriorityFeePerGas, maxPriorityFeePerGas, baseFeePerGas };
 }
 
+/** Blocks of backlog counted at most: a bid's cap is raised about 43 times at most, a resubmission waits 32 blocks more at most. */
+const MAX_BACKLOG_BLOCKS = 32;
+
+/**
+ * A bid whose cap stays above the base fee through `blocks` more full blocks than `f`'s does (each
+ * raises the base fee by an eighth): a transaction that will wait behind that many blocks of
+ * transactions keeps its place in the node's pool instead of being priced out and signed again.
+ * The tip, by which nodes order the pool, is kept, and a block charges its base fee and the tip,
+ * never more: a higher cap costs only where the base fee rises that far.
+ */
+export function capForBacklog(f: Eip1559Fees, blocks: number): Eip1559Fees {
+  let over = f.maxFeePerGas - f.maxPriorityFeePerGas;
+  for (let i = 0; i < blocks; i++) over = ceilDiv(over * 9n, 8n);
+  return { maxFeePerGas: over + f.maxPriorityFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
+}
+
+/** Full blocks `ahead` transactions of `gas` each fill (one not full does not count), MAX_BACKLOG_BLOCKS at most. */
+export const blocksOf = (ahead: bigint, gas: bigint, blockGas: bigint) =>
+  blockGas > 0n && ahead > 0n ? Math.min(MAX_BACKLOG_BLOCKS, Number((ahead * gas) / blockGas)) : 0;
+
 export type BumpOptions = { capWei?: bigint };
 
 /** ceil(value × 1.1), and always at least value + 1 so a zero fee still moves. */

@@ -1,4 +1,4 @@
-import { bumpFees, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
+import { bumpFees, capForBacklog, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
 
@@ -44,13 +44,17 @@ export function capFees(f: FeeParams, cap: bigint | undefined): FeeParams {
 
 export type PriceRequest = { gasPrice?: string | null; maxFeePerGas?: string | null; maxPriorityFeePerGas?: string | null; speed?: Speed | null };
 
-/** Fees of a first broadcast: the client's explicit prices, else the market price for its speed. */
-export async function requestFees(ctx: EvmContext, req: PriceRequest): Promise<FeeParams> {
+/**
+ * Fees of a broadcast: the client's explicit prices, else the market price for its speed, its cap
+ * raised for the `backlog` full blocks expected to be mined before it (capForBacklog).
+ */
+export async function requestFees(ctx: EvmContext, req: PriceRequest, backlog = 0): Promise<FeeParams> {
   if (req.gasPrice != null) return { gasPrice: BigInt(req.gasPrice) };
   if (req.maxFeePerGas != null && req.maxPriorityFeePerGas != null) {
     return { maxFeePerGas: BigInt(req.maxFeePerGas), maxPriorityFeePerGas: BigInt(req.maxPriorityFeePerGas) };
   }
-  return capFees(await marketFees(ctx.rpc, ctx.eip1559, req.speed ?? 'fast'), ctx.policy.gas_price_cap);
+  const market = await marketFees(ctx.rpc, ctx.eip1559, req.speed ?? 'fast');
+  return capFees('gasPrice' in market ? market : capForBacklog(market, backlog), ctx.policy.gas_price_cap);
 }
 
 const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);

@@ -42,12 +42,12 @@ import {
 } from './decide.js';
 import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './node-errors.js';
 import { minedAt } from './evidence.js';
-import { estimateGasWithMargin } from './fees.js';
+import { blocksOf, estimateGasWithMargin } from './fees.js';
 import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
-import { blockGasLimit, capFees, feesFromJson, feesToJson, marketFees, replacementFees, requestFees } from './pricing.js';
+import { blockGasLimit, feesFromJson, feesToJson, replacementFees, requestFees } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
-import { untilMined, watchMined } from './watch.js';
+import { othersInFlight, untilMined, watchMined } from './watch.js';
 
 /** Steps of at least this many rows wait for their broadcasts to be mined (see decide)... */
 const WAIT_ROWS = 32;
@@ -96,6 +96,8 @@ interface EvmDecision extends Decision<EvmEffect> {
   lineSince: number;
   /** The send window (decide.ts), when the step has rows far enough ahead for it to matter. */
   window?: number;
+  /** What its broadcasts wait behind on the chain (lineAhead). */
+  ahead?: Ahead;
   /** Its broadcast waits in the step for the chain to mine it (see decide). */
   waits: boolean;
   /** Something an operator should know, logged once the step is saved. */
@@ -108,6 +110,7 @@ interface Seen {
   latest?: bigint;
   lineSince: number;
   window?: number;
+  ahead?: Ahead;
   head: bigint;
   answers: Map<string, ChainAnswer>;
   unreachable?: Error;
@@ -244,12 +247,36 @@ async function windowFor(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: b
 // ---------------------------------------------------------------------------------------------
 // Signing
 
+type Ahead = { others: bigint; blockGas: bigint };
+
+/**
+ * What the relayer's broadcasts wait behind on its chain: the other relayers' broadcasts this
+ * instance has out there, and the chain's block gas limit (to count them in blocks). None for a
+ * line shorter than the window's floor with the step's rows (no block is read for a lone client),
+ * nor when the limit cannot be read: nothing is then counted.
+ */
+async function lineAhead(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: bigint): Promise<Ahead | undefined> {
+  const others = othersInFlight(c.rt, ctx.rpc, ctx.relayer.id);
+  const last = rows.reduce((m, tx) => (tx.nonce !== null && tx.nonce > m ? tx.nonce : m), latest);
+  if (others + last - latest < BigInt(MIN_WINDOW)) return undefined;
+  const blockGas = await blockGasLimit(ctx.rpc).catch(() => undefined);
+  return blockGas === undefined ? undefined : { others, blockGas };
+}
+
+/** Full blocks expected to be mined before the work's nonce: the relayer's own below it, exactly, and the others'. */
+function queuedBlocks(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): number {
+  if (!d.ahead) return 0;
+  const own = d.latest !== undefined && nonceOf(w) > d.latest ? nonceOf(w) - d.latest : 0n;
+  return blocksOf(d.ahead.others + own, TRANSFER_GAS, d.ahead.blockGas);
+}
+
 /**
  * Signs the next transaction at the row's nonce. No new signing when no better bid is possible
  * (planFees marks the same bytes to go out again), when the signer is missing, or when the
- * payload's gas cannot be estimated (it then fails, and a NOOP takes its nonce).
+ * payload's gas cannot be estimated (it then fails, and a NOOP takes its nonce). `backlog`: the
+ * full blocks expected to be mined before it (its bid is raised to outlast them).
  */
-async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
+async function sign(ctx: EvmContext, w: Work, backlog: number): Promise<EvmOutcome> {
   if (!ctx.signer) return { signed: false, wait: `the relayer's signer "${ctx.relayer.signerId}" is not available` };
   const noop = w.st.goal === 'noop';
   let gasLimit = noop ? TRANSFER_GAS : w.tx.gasLimit;
@@ -266,7 +293,7 @@ async function sign(ctx: EvmContext, w: Work): Promise<EvmOutcome> {
       return { signed: false, gasFailed: `gas estimation failed: ${revertReason(e)}` };
     }
   }
-  const fresh = noop ? capFees(await marketFees(ctx.rpc, ctx.eip1559, 'fast'), ctx.policy.gas_price_cap) : await requestFees(ctx, readPayload(w.tx.request));
+  const fresh = await requestFees(ctx, noop ? { speed: 'fast' } : readPayload(w.tx.request), backlog);
   const prev = atNonce(w)[0];
   const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, fresh, (p, f) => replacementFees(ctx, p, f));
   if (fees === 'resend') return { signed: false, resend: true };
@@ -332,7 +359,7 @@ async function fillGapsNow(c: Ctx, ctx: EvmContext) {
   await reconcileNonces(c.rt, ctx).catch((err) => c.log.warn({ err }, 'nonce reconciliation failed'));
 }
 
-async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDecision): Promise<EvmOutcome> {
+async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDecision, backlog = 0): Promise<EvmOutcome> {
   const w = d.work;
   try {
     if ('renonce' in effect) {
@@ -348,7 +375,7 @@ async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDeci
       const signer = await signerFor(c.rt, ctx.relayer.signerId, 'evm').catch(() => undefined);
       if (signer?.kind === 'evm' && signer.address.toLowerCase() === ctx.relayer.address.toLowerCase()) ctx.signer = signer;
     }
-    return await sign(ctx, w);
+    return await sign(ctx, w, backlog);
   } catch (e) {
     if (e instanceof RpcUnavailableError) return { unreachable: e };
     if (effect.stage !== 'sign') throw e;
@@ -391,6 +418,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
       seen.latest = await latestNonce(c.evm);
       seen.lineSince = lineOf(c.rt, c.relayer.id, seen.latest, Date.now()).since;
       seen.window = await windowFor(c, c.evm, rows, seen.latest);
+      seen.ahead = await lineAhead(c, c.evm, rows, seen.latest);
       const { head, answers } = await readChain(
         c.rt,
         c.evm,
@@ -412,7 +440,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     // giving the rows back and having the mined-nonce watch claim them again: two writes of each
     // row fewer. A few rows (a lone client) are written at once, so their status shows submitted.
     const waits = rows.length >= WAIT_ROWS && seen.pace.blocktimeMs <= WAIT_BLOCKTIME_MS;
-    const base = { pace: seen.pace, latest: seen.latest, lineSince: seen.lineSince, window: seen.window, waits };
+    const base = { pace: seen.pace, latest: seen.latest, lineSince: seen.lineSince, window: seen.window, ahead: seen.ahead, waits };
     const ds = rows.map((tx) => {
       const w = newWork(tx, readState(tx));
       resumeSigned(w);
@@ -454,7 +482,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     }
     await Promise.all(
       at((e) => e.stage === 'sign').map(async (t) => {
-        outcomes[t.i] = await performOne(c, ctx, t.effect, t.d);
+        outcomes[t.i] = await performOne(c, ctx, t.effect, t.d, queuedBlocks(t.d, t.d.work));
       }),
     );
     const looks = at((e) => 'resolve' in e);

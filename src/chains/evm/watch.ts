@@ -72,6 +72,16 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
 }
 
 /**
+ * Transactions of relayers other than `relayerId` that this instance has broadcast on `rpc` and
+ * not yet seen mined: the line a new broadcast there joins, as far as this instance knows it.
+ */
+export function othersInFlight(rt: Runtime, rpc: EvmRpc, relayerId: string): bigint {
+  let n = 0n;
+  for (const w of rt.state(WATCHES).values()) if (w.ctx.rpc === rpc && w.ctx.relayer.id !== relayerId && w.upTo >= w.seen) n += w.upTo + 1n - w.seen;
+  return n;
+}
+
+/**
  * Settles once the watch sees the chain's nonce past `nonce` (every transaction of the relayer up
  * to it mined), when the watch stops, or after `ms`, whichever comes first. `seen`: the mined
  * nonce last read.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
-import { bumpFees, eip1559Fees, estimateGasWithMargin, legacyGasPrice } from '../../../src/chains/evm/fees.js';
+import { blocksOf, bumpFees, capForBacklog, eip1559Fees, estimateGasWithMargin, legacyGasPrice } from '../../../src/chains/evm/fees.js';
 import { blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
 import { SPEEDS } from '../../../src/chains/evm/spec.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc-client.js';
@@ -169,6 +169,32 @@ describe('bumpFees', () => {
       maxPriorityFeePerGas: 11n,
       capped: false,
     });
+  });
+});
+
+describe('a bid raised for a backlog (capForBacklog, blocksOf)', () => {
+  const market = { maxFeePerGas: 2n * 1_000_000_000n + 5n, maxPriorityFeePerGas: 5n }; // 2 × a base fee of 1 gwei, tip 5 wei
+  /** The base fee after `n` full blocks from 1 gwei, as a node computes it (an eighth more each, rounded down). */
+  const baseAfter = (n: number) => Array.from({ length: n }).reduce<bigint>((b) => b + b / 8n, 1_000_000_000n);
+
+  it('keeps the tip and outlasts as many more full blocks as it is raised for', () => {
+    expect(capForBacklog(market, 0)).toEqual(market);
+    for (const blocks of [1, 5, 20]) {
+      const raised = capForBacklog(market, blocks);
+      expect(raised.maxPriorityFeePerGas).toBe(5n);
+      // The market bid is good for 5 full blocks (2 × base > base × 1.125^5), not 6; raised, for 5 more than `blocks`.
+      expect(market.maxFeePerGas - 5n >= baseAfter(5) && market.maxFeePerGas - 5n < baseAfter(6)).toBe(true);
+      expect(raised.maxFeePerGas - 5n).toBeGreaterThanOrEqual(baseAfter(5 + blocks));
+    }
+  });
+
+  it('counts the full blocks a line of transactions fills', () => {
+    expect(blocksOf(0n, 21_000n, 210_000n)).toBe(0);
+    expect(blocksOf(9n, 21_000n, 210_000n)).toBe(0);
+    expect(blocksOf(10n, 21_000n, 210_000n)).toBe(1);
+    expect(blocksOf(205n, 21_000n, 210_000n)).toBe(20);
+    expect(blocksOf(5n, 21_000n, 0n)).toBe(0);
+    expect(blocksOf(10_000n, 21_000n, 210_000n)).toBe(32); // counted to 32 at most
   });
 });
 
