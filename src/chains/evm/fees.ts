@@ -56,7 +56,7 @@ export async function eip1559Fees(rpc: RpcRequester, speed: Speed): Promise<Eip1
   return { maxFeePerGas: 2n * baseFeePerGas + maxPriorityFeePerGas, maxPriorityFeePerGas, baseFeePerGas };
 }
 
-/** Blocks of backlog counted at most: a bid's cap is raised about 43 times at most, a resubmission waits 32 blocks more at most. */
+/** Blocks of backlog counted at most: a bid's cap is raised about 43 times at most. */
 const MAX_BACKLOG_BLOCKS = 32;
 
 /**

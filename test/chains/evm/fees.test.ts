@@ -179,11 +179,11 @@ describe('a bid raised for a backlog (capForBacklog, blocksOf)', () => {
 
   it('keeps the tip and outlasts as many more full blocks as it is raised for', () => {
     expect(capForBacklog(market, 0)).toEqual(market);
+    // The market bid is good for 5 full blocks (2 × base > base × 1.125^5), not 6; raised, for 5 more than `blocks`.
+    expect(market.maxFeePerGas - 5n >= baseAfter(5) && market.maxFeePerGas - 5n < baseAfter(6)).toBe(true);
     for (const blocks of [1, 5, 20]) {
       const raised = capForBacklog(market, blocks);
       expect(raised.maxPriorityFeePerGas).toBe(5n);
-      // The market bid is good for 5 full blocks (2 × base > base × 1.125^5), not 6; raised, for 5 more than `blocks`.
-      expect(market.maxFeePerGas - 5n >= baseAfter(5) && market.maxFeePerGas - 5n < baseAfter(6)).toBe(true);
       expect(raised.maxFeePerGas - 5n).toBeGreaterThanOrEqual(baseAfter(5 + blocks));
     }
   });
