@@ -245,7 +245,12 @@ async function seed(query: (sql: string, params?: unknown[]) => Promise<unknown[
        FROM generate_series($3::int, $3::int + $2::int - 1) AS i`,
       [relayer, count, from],
     );
-  for (let done = 0; done < n; done += 100_000) await insert(RELAYER, Math.min(100_000, n - done), done);
+  // A checkpoint after each chunk: PGlite has no checkpointer, and past about 530 MB of WAL it
+  // waits a minute for one at every further segment (src/db/maintenance.ts).
+  for (let done = 0; done < n; done += 100_000) {
+    await insert(RELAYER, Math.min(100_000, n - done), done);
+    await query('CHECKPOINT');
+  }
   await insert('other-relayer', Math.max(1, Math.floor(n / 10)));
   await query('VACUUM ANALYZE transactions');
 }
