@@ -4,7 +4,7 @@
 //
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
-//                        [--page-sizes 100000] [--pg-page-sizes 100000,1000000]
+//                        [--page-sizes 100000,1000000] [--pg-page-sizes 100000,1000000]
 //                        [--only reads,pages,evm,many,latency,webhooks,plugins,start] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
@@ -25,7 +25,7 @@ const { values: a } = parseArgs({
     db: { type: 'string', default: 'pglite,postgres' },
     sizes: { type: 'string', default: '1000,100000' },
     'pg-sizes': { type: 'string', default: '1000,100000,1000000' },
-    'page-sizes': { type: 'string', default: '100000' },
+    'page-sizes': { type: 'string', default: '100000,1000000' },
     'pg-page-sizes': { type: 'string', default: '100000,1000000' },
     'evm-blocks': { type: 'string', default: '20' },
     'evm-rounds': { type: 'string', default: '3' },
