@@ -14,10 +14,13 @@
 // After each relayed round it checks that every transfer is confirmed, that each relayer's nonces
 // are contiguous from its account's nonce before the round, and that no relayer was starved: the
 // slowest relayer's last transfer mined (and reported confirmed) within 2 blocks of the median's.
-// --json prints the figures as one JSON line last (bench/all.ts reads it).
+// --json prints the figures as one JSON line last (bench/all.ts reads it). --trace prints, for each
+// relayed round, every chain's blocks as they come (transfers in the block, then the node's pending
+// and queued transactions: a queued one waits for a nonce missing before it) and the block in which
+// each relayer's last transfer was mined, by chain.
 //
 //   npx tsx bench/many.ts [--relayers 100] [--chains 3] [--sends 50] [--blocks 20 | --gas-limit N]
-//                         [--rounds 2] [--concurrency 64] [--postgres postgres://...] [--json]
+//                         [--rounds 2] [--concurrency 64] [--postgres postgres://...] [--json] [--trace]
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,6 +45,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     postgres: { type: 'string' },
     json: { type: 'boolean', default: false },
+    trace: { type: 'boolean', default: false },
   },
 });
 const R = Number(args.relayers);
@@ -157,6 +161,38 @@ async function listTransactions(url: string, relayerId: string): Promise<Tx[]> {
   }
 }
 
+/** Each chain's newest block, its transfers and the node's pool, once a block; the function returned stops it and gives the lines. */
+function tracePools(chains: AnvilInstance[], b0: number[]) {
+  const lines: string[] = [];
+  let stopped = false;
+  const run = (async () => {
+    let last = -1;
+    while (!stopped) {
+      const n = await blockNumber(http, chains[0].url);
+      if (n !== last) {
+        last = n;
+        const parts = await Promise.all(
+          chains.map(async (chain, c) => {
+            const m = await blockNumber(http, chain.url);
+            const [block, pool] = await Promise.all([
+              http.rpc(chain.url, 'eth_getBlockByNumber', [`0x${m.toString(16)}`, false]),
+              http.rpc(chain.url, 'txpool_status'),
+            ]);
+            return `${m - b0[c]}: ${block.transactions.length} in, ${Number(pool.pending)} pending, ${Number(pool.queued)} queued`;
+          }),
+        );
+        lines.push(`    ${parts.join('   |   ')}`);
+      }
+      await new Promise((r) => setTimeout(r, BLOCK_MS / 4));
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await run;
+    return lines;
+  };
+}
+
 async function relayed(
   service: { url: string; metricsUrl: string; child: { pid?: number } },
   chains: AnvilInstance[],
@@ -178,6 +214,7 @@ async function relayed(
   const queue = Array.from({ length: sends * R }, (_, i) => relayerIds[i % R]);
   const ids = relayerIds.map(() => new Set<string>());
   const b0 = await afterNextBlock(chains);
+  const trace = args.trace ? tracePools(chains, b0) : undefined;
   const t0 = performance.now();
   const cpu0 = cpuMs(service.child.pid);
   const server0 = postgresCpuMs(args.postgres);
@@ -197,6 +234,7 @@ async function relayed(
   if (refused) throw new Error(`${refused} sends were refused`);
   // The chains until all are mined (asking the service meanwhile would load what is measured), then the service.
   await waitProgress('mined nonces', async () => sum(await minedNonces(chains)), sum(start) + R * sends, 25);
+  const traced = await trace?.();
   const target = sum(already) + R * sends;
   await waitProgress('confirmed', () => confirmedCounts(service.url), target, 25);
   const t1 = performance.now();
@@ -217,6 +255,13 @@ async function relayed(
     const receipt = await http.rpc(chains[chainOf(r)].url, 'eth_getTransactionReceipt', [last.hash]);
     lastMined.push(Number(receipt.blockNumber) - b0[chainOf(r)]);
     lastConfirmed.push(Math.max(...txs.map((t) => Date.parse(t.confirmed_at ?? '')))); // NaN when one is missing: reported above
+  }
+  if (traced) {
+    console.log(`  each chain's blocks from the round's start (block: transfers in it, the pool after it):\n${traced.join('\n')}`);
+    for (let c = 0; c < chains.length; c++) {
+      const blocks = lastMined.filter((_, r) => chainOf(r) === c).sort((a, b) => a - b);
+      console.log(`  chain ${c}: block of each relayer's last transfer: ${blocks.join(' ')}`);
+    }
   }
   const lagBlocks = Math.max(...lastMined) - median(lastMined);
   const lagConfirmedBlocks = (Math.max(...lastConfirmed) - median(lastConfirmed)) / BLOCK_MS;
