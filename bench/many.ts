@@ -173,7 +173,7 @@ function tracePools(chains: AnvilInstance[], b0: number[]) {
         last = n;
         const parts = await Promise.all(
           chains.map(async (chain, c) => {
-            const m = await blockNumber(http, chain.url);
+            const m = c === 0 ? n : await blockNumber(http, chain.url);
             const [block, pool] = await Promise.all([
               http.rpc(chain.url, 'eth_getBlockByNumber', [`0x${m.toString(16)}`, false]),
               http.rpc(chain.url, 'txpool_status'),
