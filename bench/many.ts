@@ -175,10 +175,14 @@ function tracePools(chains: AnvilInstance[], b0: number[]) {
           chains.map(async (chain, c) => {
             const m = c === 0 ? n : await blockNumber(http, chain.url);
             const [block, pool] = await Promise.all([
-              http.rpc(chain.url, 'eth_getBlockByNumber', [`0x${m.toString(16)}`, false]),
+              http.rpc(chain.url, 'eth_getBlockByNumber', [`0x${m.toString(16)}`, true]),
               http.rpc(chain.url, 'txpool_status'),
             ]);
-            return `${m - b0[c]}: ${block.transactions.length} in, ${Number(pool.pending)} pending, ${Number(pool.queued)} queued`;
+            const txs = block.transactions as { from: string; maxFeePerGas?: string }[];
+            const caps = txs.map((t) => Number(BigInt(t.maxFeePerGas ?? 0)) / Number(BigInt(block.baseFeePerGas ?? 1)));
+            const senders = new Set(txs.map((t) => t.from)).size;
+            const range = caps.length > 0 ? ` (${senders} senders, caps ${Math.min(...caps).toFixed(2)}-${Math.max(...caps).toFixed(2)}× base)` : '';
+            return `${m - b0[c]}: ${txs.length} in${range}, ${Number(pool.pending)} pending, ${Number(pool.queued)} queued`;
           }),
         );
         lines.push(`    ${parts.join('   |   ')}`);

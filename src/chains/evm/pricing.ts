@@ -1,4 +1,4 @@
-import { bumpFees, capForBacklog, eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
+import { bumpFees, capForBacklog, eip1559Fees, type Eip1559Fees, legacyGasPrice, type FeeParams, type Speed } from './fees.js';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
 
@@ -44,20 +44,35 @@ export function capFees(f: FeeParams, cap: bigint | undefined): FeeParams {
 
 export type PriceRequest = { gasPrice?: string | null; maxFeePerGas?: string | null; maxPriorityFeePerGas?: string | null; speed?: Speed | null };
 
+/** Whether the request leaves its fees to the market price for its speed. */
+export const pricedBySpeed = (req: PriceRequest) => req.gasPrice == null && (req.maxFeePerGas == null || req.maxPriorityFeePerGas == null);
+
 /**
  * Fees of a broadcast: the client's explicit prices, else the market price for its speed, its cap
  * raised for the `backlog` full blocks expected to be mined before it (capForBacklog).
  */
 export async function requestFees(ctx: EvmContext, req: PriceRequest, backlog = 0): Promise<FeeParams> {
   if (req.gasPrice != null) return { gasPrice: BigInt(req.gasPrice) };
-  if (req.maxFeePerGas != null && req.maxPriorityFeePerGas != null) {
-    return { maxFeePerGas: BigInt(req.maxFeePerGas), maxPriorityFeePerGas: BigInt(req.maxPriorityFeePerGas) };
-  }
+  if (!pricedBySpeed(req)) return { maxFeePerGas: BigInt(req.maxFeePerGas!), maxPriorityFeePerGas: BigInt(req.maxPriorityFeePerGas!) };
   const market = await marketFees(ctx.rpc, ctx.eip1559, req.speed ?? 'fast');
   return capFees('gasPrice' in market ? market : capForBacklog(market, backlog), ctx.policy.gas_price_cap);
 }
 
 const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/**
+ * The first bid of a transaction `place` nonces past its account's mined one while a line waits
+ * on the chain: `level`, the cap the whole line needs, less a wei a place. Some nodes (anvil) mine
+ * the highest cap first and, among equal caps, the first to arrive. A cap that grows with the
+ * place, or an account's signings arriving together at one cap, would have the chain mine one
+ * account's whole batch before the next account's first; a wei less a place takes each account's
+ * next transaction in turn. The tip is kept (within the cap).
+ */
+export function bidInLine(f: Eip1559Fees, level: bigint, place: bigint): Eip1559Fees {
+  // Never below what the line needs (`f`), should places outnumber the level's headroom in wei.
+  const maxFeePerGas = maxBig(level - place, f.maxFeePerGas);
+  return { maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : f.maxPriorityFeePerGas };
+}
 
 /**
  * Fees for another broadcast at a nonce that already has one: each fee at least 10% above the

@@ -42,12 +42,22 @@ import {
 } from './decide.js';
 import { type BroadcastVerdict, classifyBroadcastError, revertReason } from './node-errors.js';
 import { minedAt } from './evidence.js';
-import { blocksOf, estimateGasWithMargin } from './fees.js';
+import { blocksOf, type Eip1559Fees, estimateGasWithMargin } from './fees.js';
 import { chainNonces, latestNonce, reconcileNonces } from './nonces.js';
-import { blockGasLimit, feesFromJson, feesToJson, replacementFees, requestFees } from './pricing.js';
+import {
+  bidInLine,
+  blockGasLimit,
+  feesFromJson,
+  feesToJson,
+  maxPricePerGas,
+  type PriceRequest,
+  pricedBySpeed,
+  replacementFees,
+  requestFees,
+} from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
-import { othersInFlight, untilMined, watchMined } from './watch.js';
+import { lineLevel, othersInFlight, placeInLine, untilMined, watchMined } from './watch.js';
 
 /** Steps of at least this many rows wait for their broadcasts to be mined (see decide)... */
 const WAIT_ROWS = 32;
@@ -247,7 +257,7 @@ async function windowFor(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: b
 // ---------------------------------------------------------------------------------------------
 // Signing
 
-type Ahead = { others: bigint; blockGas: bigint };
+type Ahead = { others: bigint; blockGas: bigint; last: bigint };
 
 /**
  * What the relayer's broadcasts wait behind on its chain: the other relayers' broadcasts this
@@ -260,23 +270,45 @@ async function lineAhead(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: b
   const last = rows.reduce((m, tx) => (tx.nonce !== null && tx.nonce > m ? tx.nonce : m), latest);
   if (others + last - latest < BigInt(MIN_WINDOW)) return undefined;
   const blockGas = await blockGasLimit(ctx.rpc).catch(() => undefined);
-  return blockGas === undefined ? undefined : { others, blockGas };
+  return blockGas === undefined ? undefined : { others, blockGas, last };
 }
 
-/** Full blocks expected to be mined before the work's nonce: the relayer's own below it, exactly, and the others'. */
-function queuedBlocks(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): number {
-  if (!d.ahead) return 0;
-  const own = d.latest !== undefined && nonceOf(w) > d.latest ? nonceOf(w) - d.latest : 0n;
-  return blocksOf(d.ahead.others + own, TRANSFER_GAS, d.ahead.blockGas);
+/** When a line's level no longer covers it, it is raised for this many more full blocks than the line fills. */
+const LEVEL_HEADROOM_BLOCKS = 24;
+
+/**
+ * Where a work's bid stands: `backlog`, the full blocks expected to be mined before its nonce (the
+ * relayer's own below it, exactly, and the others'); `line`, when a line waits on the chain, the
+ * blocks the whole line fills (the step's last nonce included) and the relayer's mined nonce.
+ */
+type Queue = { backlog: number; line?: { blocks: number; latest: bigint } };
+
+function queueOf(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): Queue {
+  if (!d.ahead || d.latest === undefined) return { backlog: 0 };
+  const place = nonceOf(w) > d.latest ? nonceOf(w) - d.latest : 0n;
+  const { others, blockGas, last } = d.ahead;
+  return {
+    backlog: blocksOf(others + place, TRANSFER_GAS, blockGas),
+    line: { blocks: blocksOf(others + last - d.latest, TRANSFER_GAS, blockGas), latest: d.latest },
+  };
+}
+
+/** A first bid in the chain's line (bidInLine): at its level, raised past what the line needs when that is above it. */
+async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: NonNullable<Queue['line']>, nonce: bigint) {
+  const need = await requestFees(ctx, req, line.blocks);
+  const raised = await requestFees(ctx, req, line.blocks + LEVEL_HEADROOM_BLOCKS);
+  const level = lineLevel(rt, ctx.rpc, maxPricePerGas(need), maxPricePerGas(raised));
+  return bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonce));
 }
 
 /**
  * Signs the next transaction at the row's nonce. No new signing when no better bid is possible
  * (planFees marks the same bytes to go out again), when the signer is missing, or when the
- * payload's gas cannot be estimated (it then fails, and a NOOP takes its nonce). `backlog`: the
- * full blocks expected to be mined before it (its bid is raised to outlast them).
+ * payload's gas cannot be estimated (it then fails, and a NOOP takes its nonce). A bid is raised
+ * to outlast the full blocks expected to be mined before it; a first bid in a line, to the line's
+ * level (bidInLine).
  */
-async function sign(ctx: EvmContext, w: Work, backlog: number): Promise<EvmOutcome> {
+async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<EvmOutcome> {
   if (!ctx.signer) return { signed: false, wait: `the relayer's signer "${ctx.relayer.signerId}" is not available` };
   const noop = w.st.goal === 'noop';
   let gasLimit = noop ? TRANSFER_GAS : w.tx.gasLimit;
@@ -293,9 +325,13 @@ async function sign(ctx: EvmContext, w: Work, backlog: number): Promise<EvmOutco
       return { signed: false, gasFailed: `gas estimation failed: ${revertReason(e)}` };
     }
   }
-  const fresh = await requestFees(ctx, noop ? { speed: 'fast' } : readPayload(w.tx.request), backlog);
+  const req = noop ? { speed: 'fast' as const } : readPayload(w.tx.request);
+  const fresh = await requestFees(ctx, req, q.backlog);
+  const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, nonceOf(w)) : undefined;
   const prev = atNonce(w)[0];
-  const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, fresh, (p, f) => replacementFees(ctx, p, f));
+  const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, prev ? fresh : (inLine ?? fresh), (p, f) =>
+    replacementFees(ctx, p, inLine ?? f),
+  );
   if (fees === 'resend') return { signed: false, resend: true };
   const base = { chainId: ctx.chainId, nonce: Number(nonceOf(w)), gas: gasLimit };
   const body = noop
@@ -359,7 +395,7 @@ async function fillGapsNow(c: Ctx, ctx: EvmContext) {
   await reconcileNonces(c.rt, ctx).catch((err) => c.log.warn({ err }, 'nonce reconciliation failed'));
 }
 
-async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDecision, backlog = 0): Promise<EvmOutcome> {
+async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDecision, q: Queue = { backlog: 0 }): Promise<EvmOutcome> {
   const w = d.work;
   try {
     if ('renonce' in effect) {
@@ -375,7 +411,7 @@ async function performOne(c: Ctx, ctx: EvmContext, effect: EvmEffect, d: EvmDeci
       const signer = await signerFor(c.rt, ctx.relayer.signerId, 'evm').catch(() => undefined);
       if (signer?.kind === 'evm' && signer.address.toLowerCase() === ctx.relayer.address.toLowerCase()) ctx.signer = signer;
     }
-    return await sign(ctx, w, backlog);
+    return await sign(c.rt, ctx, w, q);
   } catch (e) {
     if (e instanceof RpcUnavailableError) return { unreachable: e };
     if (effect.stage !== 'sign') throw e;
@@ -482,7 +518,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     }
     await Promise.all(
       at((e) => e.stage === 'sign').map(async (t) => {
-        outcomes[t.i] = await performOne(c, ctx, t.effect, t.d, queuedBlocks(t.d, t.d.work));
+        outcomes[t.i] = await performOne(c, ctx, t.effect, t.d, queueOf(t.d, t.d.work));
       }),
     );
     const looks = at((e) => 'resolve' in e);

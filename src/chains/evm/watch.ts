@@ -36,6 +36,57 @@ const WATCHES = slot('EVM mined-nonce watches', () => new Map<string, Watch>());
 const POLLS = slot('EVM mined-nonce polls', () => new Map<EvmRpc, NodeJS.Timeout>());
 
 /**
+ * Each chain's line as its first bids are made (bidInLine): the level they are bid at, and each
+ * relayer's origin, the nonce from which its places count. Kept while this instance has
+ * broadcasts out on the chain.
+ */
+interface Line {
+  level: bigint;
+  origins: Map<string, bigint>;
+}
+const LINES = slot('EVM lines', () => new Map<EvmRpc, Line>());
+
+/**
+ * The level for a first bid in the chain's line: the level bid before while the line lasts, when
+ * it still covers `need` (what the line needs now), else `raised` (more than needed, so that the
+ * level seldom moves). A line bid at one level is mined in turn; a later bid at a higher level
+ * would be mined before all of it.
+ */
+export function lineLevel(rt: Runtime, rpc: EvmRpc, need: bigint, raised: bigint): bigint {
+  const line = lineOn(rt, rpc);
+  if (line.level < need) line.level = raised;
+  return line.level;
+}
+
+/**
+ * The place of the relayer's `nonce` in the chain's line, its mined nonce being `latest`: counted
+ * from the relayer's origin, so that each of its bids, whenever made, sits where the one before left
+ * it. A relayer new to the line starts level with the slowest one already in it (the fewest places
+ * mined since its origin): it neither waits behind the line's past nor goes ahead of it.
+ */
+export function placeInLine(rt: Runtime, ctx: EvmContext, latest: bigint, nonce: bigint): bigint {
+  const { origins } = lineOn(rt, ctx.rpc);
+  let origin = origins.get(ctx.relayer.id);
+  if (origin === undefined) {
+    let slowest: bigint | undefined;
+    for (const w of rt.state(WATCHES).values()) {
+      const o = w.ctx.rpc === ctx.rpc ? origins.get(w.ctx.relayer.id) : undefined;
+      if (o !== undefined && (slowest === undefined || w.seen - o < slowest)) slowest = w.seen - o;
+    }
+    origin = latest - (slowest !== undefined && slowest > 0n ? slowest : 0n);
+    origins.set(ctx.relayer.id, origin);
+  }
+  return nonce > origin ? nonce - origin : 0n;
+}
+
+function lineOn(rt: Runtime, rpc: EvmRpc): Line {
+  const lines = rt.state(LINES);
+  let line = lines.get(rpc);
+  if (!line) lines.set(rpc, (line = { level: 0n, origins: new Map() }));
+  return line;
+}
+
+/**
  * Watches the chain for the relayer's broadcasts up to nonce `upTo`, `seen` being the mined nonce
  * the caller last read. With `from`, the caller is a step that has just given back rows it broadcast
  * at nonces `from` to `upTo`: those the watch saw the chain pass meanwhile, it could not claim then
@@ -131,7 +182,10 @@ function schedule(rt: Runtime, rpc: EvmRpc, ms: number) {
   const timer = setTimeout(async () => {
     const watches = rt.state(WATCHES);
     const on = [...watches.values()].filter((w) => w.ctx.rpc === rpc);
-    if (on.length === 0) return polls.delete(rpc);
+    if (on.length === 0) {
+      rt.state(LINES).delete(rpc);
+      return polls.delete(rpc);
+    }
     const nonces = await Promise.all(on.map((w) => latestNonce(w.ctx).catch((err: Error) => err)));
     // The rows the chain passed, and those the send window lets in, of every watch: two statements.
     const passed: NonceRange[] = [];
