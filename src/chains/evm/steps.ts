@@ -275,13 +275,16 @@ async function lineAhead(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: b
 
 /** When a line's level no longer covers it, it is raised for this many more full blocks than the line fills. */
 const LEVEL_HEADROOM_BLOCKS = 24;
+/** How long a balance read for a line bid serves. */
+const BALANCE_MS = 5_000;
 
 /**
  * Where a work's bid stands: `backlog`, the full blocks expected to be mined before its nonce (the
  * relayer's own below it, exactly, and the others'); `line`, when a line waits on the chain, the
- * blocks the whole line fills (the step's last nonce included) and the relayer's mined nonce.
+ * blocks the whole line fills (the step's last nonce included), the relayer's mined nonce and its
+ * own transactions in line.
  */
-type Queue = { backlog: number; line?: { blocks: number; latest: bigint } };
+type Queue = { backlog: number; line?: { blocks: number; latest: bigint; own: bigint } };
 
 function queueOf(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): Queue {
   if (!d.ahead || d.latest === undefined) return { backlog: 0 };
@@ -289,16 +292,25 @@ function queueOf(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): Queue {
   const { others, blockGas, last } = d.ahead;
   return {
     backlog: blocksOf(others + place, TRANSFER_GAS, blockGas),
-    line: { blocks: blocksOf(others + last - d.latest, TRANSFER_GAS, blockGas), latest: d.latest },
+    line: { blocks: blocksOf(others + last - d.latest, TRANSFER_GAS, blockGas), latest: d.latest, own: last - d.latest + 1n },
   };
 }
 
-/** A first bid in the chain's line (bidInLine): at its level, raised past what the line needs when that is above it. */
-async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: NonNullable<Queue['line']>, nonce: bigint) {
+/**
+ * A first bid in the chain's line (bidInLine): at its level, raised past what the line needs when
+ * that is above it. None when the relayer's balance (read at most every few seconds) could not
+ * carry its transactions in line at that bid: nodes refuse a transaction whose gas × cap + value
+ * the balance does not cover, some counting the account's other pending ones too.
+ */
+async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: NonNullable<Queue['line']>, w: Work, gas: bigint) {
   const need = await requestFees(ctx, req, line.blocks);
   const raised = await requestFees(ctx, req, line.blocks + LEVEL_HEADROOM_BLOCKS);
   const level = lineLevel(rt, ctx.rpc, maxPricePerGas(need), maxPricePerGas(raised));
-  return bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonce));
+  const bid = bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonceOf(w)));
+  const balance = await ctx.rpc
+    .memo(`balance ${ctx.relayer.address}`, BALANCE_MS, () => ctx.rpc.request<Hex>('eth_getBalance', [ctx.relayer.address, 'latest']).then(BigInt))
+    .catch(() => 0n);
+  return balance >= line.own * (gas * bid.maxFeePerGas + BigInt(w.tx.value)) ? bid : undefined;
 }
 
 /**
@@ -327,7 +339,7 @@ async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<Ev
   }
   const req = noop ? { speed: 'fast' as const } : readPayload(w.tx.request);
   const fresh = await requestFees(ctx, req, q.backlog);
-  const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, nonceOf(w)) : undefined;
+  const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, w, gasLimit) : undefined;
   const prev = atNonce(w)[0];
   const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, prev ? fresh : (inLine ?? fresh), (p, f) =>
     replacementFees(ctx, p, inLine ?? f),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
 import { blocksOf, bumpFees, capForBacklog, eip1559Fees, estimateGasWithMargin, legacyGasPrice } from '../../../src/chains/evm/fees.js';
-import { blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
+import { bidInLine, blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
 import { SPEEDS } from '../../../src/chains/evm/spec.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc-client.js';
 
@@ -229,5 +229,16 @@ describe('market fees and the block gas limit', () => {
     await expect(blockGasLimit(down)).rejects.toThrow();
     await expect(blockGasLimit(down)).rejects.toThrow();
     expect(calls).toEqual(['eth_getBlockByNumber', 'eth_getBlockByNumber']);
+  });
+});
+
+describe('bidInLine', () => {
+  const need = { maxFeePerGas: 300n, maxPriorityFeePerGas: 2n };
+  it('bids the level less a wei a place, keeping the tip', () => {
+    expect(bidInLine(need, 1_000n, 0n)).toEqual({ maxFeePerGas: 1_000n, maxPriorityFeePerGas: 2n });
+    expect(bidInLine(need, 1_000n, 7n)).toEqual({ maxFeePerGas: 993n, maxPriorityFeePerGas: 2n });
+  });
+  it('never bids below what the line needs', () => {
+    expect(bidInLine(need, 1_000n, 900n)).toEqual(need);
   });
 });

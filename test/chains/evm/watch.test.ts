@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { EvmContext } from '../../../src/chains/evm/context.js';
-import { untilMined, watchMined } from '../../../src/chains/evm/watch.js';
+import { lineLevel, placeInLine, untilMined, watchMined } from '../../../src/chains/evm/watch.js';
 import { createHeld, type Runtime } from '../../../src/core/runtime.js';
 import { createState } from '../../../src/core/state.js';
 import { openDatabase } from '../../../src/db/client.js';
@@ -166,5 +166,31 @@ describe('rows the send window held', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+describe('a chain’s line', () => {
+  it('keeps its level while it covers what the line needs, and raises it past the need when not', () => {
+    const { rt, ctx } = setup();
+    expect(lineLevel(rt, ctx.rpc, 100n, 400n)).toBe(400n);
+    expect(lineLevel(rt, ctx.rpc, 400n, 900n)).toBe(400n);
+    expect(lineLevel(rt, ctx.rpc, 401n, 900n)).toBe(900n);
+  });
+
+  it('counts a relayer’s places from where its first bid found it, and starts a newcomer level with the slowest', async () => {
+    const { chain, rt, ctx } = setup();
+    const other = { ...ctx, relayer: { id: 'r2', address: '0x0000000000000000000000000000000000000002' } } as unknown as EvmContext;
+    // r1 bids nonces 10.. with its mined nonce at 10; later bids keep counting from there.
+    expect(placeInLine(rt, ctx, 10n, 10n)).toBe(0n);
+    expect(placeInLine(rt, ctx, 13n, 14n)).toBe(4n);
+    // Its watch sees three of them mined: a relayer new to the line starts three places in.
+    chain.latest = 10n;
+    watchMined(rt, ctx, 14n, 10n);
+    chain.latest = 13n;
+    await settle(200);
+    expect(placeInLine(rt, other, 50n, 50n)).toBe(3n);
+    expect(placeInLine(rt, other, 50n, 52n)).toBe(5n);
+    chain.latest = 20n; // past every broadcast: the watch ends
+    await settle(200);
   });
 });
