@@ -15,9 +15,10 @@
 // are contiguous from its account's nonce before the round, and that no relayer was starved: the
 // slowest relayer's last transfer mined (and reported confirmed) within 2 blocks of the median's.
 // --json prints the figures as one JSON line last (bench/all.ts reads it). --trace prints, for each
-// relayed round, every chain's blocks as they come (transfers in the block, then the node's pending
-// and queued transactions: a queued one waits for a nonce missing before it) and the block in which
-// each relayer's last transfer was mined, by chain.
+// relayed round, every chain's blocks as they come (transfers in the block, the relayers they are
+// from and their caps as multiples of the block's base fee, then the node's pending and queued
+// transactions: a queued one waits for a nonce missing before it) and the block in which each
+// relayer's last transfer was mined, by chain. --postgres takes the URL of an empty database.
 //
 //   npx tsx bench/many.ts [--relayers 100] [--chains 3] [--sends 50] [--blocks 20 | --gas-limit N]
 //                         [--rounds 2] [--concurrency 64] [--postgres postgres://...] [--json] [--trace]
@@ -161,7 +162,7 @@ async function listTransactions(url: string, relayerId: string): Promise<Tx[]> {
   }
 }
 
-/** Each chain's newest block, its transfers and the node's pool, once a block; the function returned stops it and gives the lines. */
+/** Each chain's newest block, its transfers (their senders and caps) and the node's pool, once a block; the function returned stops it and gives the lines. */
 function tracePools(chains: AnvilInstance[], b0: number[]) {
   const lines: string[] = [];
   let stopped = false;

@@ -60,15 +60,15 @@ export async function eip1559Fees(rpc: RpcRequester, speed: Speed): Promise<Eip1
 const MAX_BACKLOG_BLOCKS = 32;
 
 /**
- * A bid whose cap stays above the base fee through `blocks` more full blocks than `f`'s does (each
- * raises the base fee by an eighth): a transaction that will wait behind that many blocks of
- * transactions keeps its place in the node's pool instead of being priced out and signed again.
- * The tip, by which nodes order the pool, is kept, and a block charges its base fee and the tip,
+ * A bid whose cap stays above the base fee through `blocks` (MAX_BACKLOG_BLOCKS at most) more full
+ * blocks than `f`'s does (each raises the base fee by an eighth): a transaction that will wait
+ * behind that many blocks of transactions keeps its place in the node's pool instead of being
+ * priced out and signed again. The tip is kept, and a block charges its base fee and the tip,
  * never more: a higher cap costs only where the base fee rises that far.
  */
 export function capForBacklog(f: Eip1559Fees, blocks: number): Eip1559Fees {
   let over = f.maxFeePerGas - f.maxPriorityFeePerGas;
-  for (let i = 0; i < blocks; i++) over = ceilDiv(over * 9n, 8n);
+  for (let i = 0; i < Math.min(blocks, MAX_BACKLOG_BLOCKS); i++) over = ceilDiv(over * 9n, 8n);
   return { maxFeePerGas: over + f.maxPriorityFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
 }
 
