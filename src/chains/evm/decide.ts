@@ -334,7 +334,7 @@ export function planFees(
     'gasPrice' in fees ? { gasPrice: fees.gasPrice } : { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
   if (same && sameFees(bid, prev.fees)) {
     w.st.phase = 'signed';
-    w.st.waiting = "fees are at the relayer's gas_price_cap: waiting for the network to take it";
+    w.st.waiting = 'fees are at the most the relayer can bid (its gas_price_cap, or what its balance covers): waiting for the network to take it';
     return 'resend';
   }
   return bid;

@@ -77,10 +77,12 @@ export function bidInLine(f: Eip1559Fees, level: bigint, place: bigint): Eip1559
 /**
  * Fees for another broadcast at a nonce that already has one: each fee at least 10% above the
  * previous broadcast (what nodes require of a replacement) and at least today's price, within the
- * gas_price_cap. The type of the first broadcast is kept. `capped`: the cap stopped a full bump.
+ * gas_price_cap and `limit` (what the relayer's balance covers). The type of the first broadcast
+ * is kept. `capped`: a cap stopped a full bump.
  */
-export function replacementFees(ctx: EvmContext, prev: FeeParams, fresh: FeeParams): FeeParams & { capped: boolean } {
-  const cap = ctx.policy.gas_price_cap;
+export function replacementFees(ctx: EvmContext, prev: FeeParams, fresh: FeeParams, limit?: bigint): FeeParams & { capped: boolean } {
+  const policy = ctx.policy.gas_price_cap;
+  const cap = policy === undefined || (limit !== undefined && limit < policy) ? limit : policy;
   const bumped = bumpFees(prev, { capWei: cap });
   if ('gasPrice' in bumped) {
     const freshPrice = maxPricePerGas(fresh);

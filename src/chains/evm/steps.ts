@@ -307,10 +307,24 @@ async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: No
   const raised = await requestFees(ctx, req, line.blocks + LEVEL_HEADROOM_BLOCKS);
   const level = lineLevel(rt, ctx.rpc, maxPricePerGas(need), maxPricePerGas(raised));
   const bid = bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonceOf(w)));
-  const balance = await ctx.rpc
-    .memo(`balance ${ctx.relayer.address}`, BALANCE_MS, () => ctx.rpc.request<Hex>('eth_getBalance', [ctx.relayer.address, 'latest']).then(BigInt))
-    .catch(() => 0n);
+  const balance = (await balanceOf(ctx)) ?? 0n;
   return balance >= line.own * (gas * bid.maxFeePerGas + BigInt(w.tx.value)) ? bid : undefined;
+}
+
+/** The relayer's balance, read at most every BALANCE_MS; undefined when it cannot be read. */
+const balanceOf = (ctx: EvmContext) =>
+  ctx.rpc
+    .memo(`balance ${ctx.relayer.address}`, BALANCE_MS, () => ctx.rpc.request<Hex>('eth_getBalance', [ctx.relayer.address, 'latest']).then(BigInt))
+    .catch(() => undefined);
+
+/**
+ * The highest price a gas the relayer's balance covers for one transaction of `gas` and `value`:
+ * a bid above it would be refused, and the transaction left waiting for funds that a lower bid did
+ * not need. Undefined when the balance cannot be read.
+ */
+async function affordable(ctx: EvmContext, gas: bigint, value: bigint): Promise<bigint | undefined> {
+  const balance = await balanceOf(ctx);
+  return balance === undefined ? undefined : balance > value ? (balance - value) / gas : 0n;
 }
 
 /**
@@ -341,8 +355,10 @@ async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<Ev
   const fresh = await requestFees(ctx, req, q.backlog);
   const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, w, gasLimit) : undefined;
   const prev = atNonce(w)[0];
+  // A bid again never goes past what the balance covers: the bid before stays out instead.
+  const limit = prev ? await affordable(ctx, gasLimit, noop ? 0n : BigInt(w.tx.value)) : undefined;
   const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, prev ? fresh : (inLine ?? fresh), (p, f) =>
-    replacementFees(ctx, p, inLine ?? f),
+    replacementFees(ctx, p, inLine ?? f, limit),
   );
   if (fees === 'resend') return { signed: false, resend: true };
   const base = { chainId: ctx.chainId, nonce: Number(nonceOf(w)), gas: gasLimit };

@@ -61,16 +61,17 @@ export function lineLevel(rt: Runtime, rpc: EvmRpc, need: bigint, raised: bigint
 /**
  * The place of the relayer's `nonce` in the chain's line, its mined nonce being `latest`: counted
  * from the relayer's origin, so that each of its bids, whenever made, sits where the one before left
- * it. A relayer new to the line starts level with the slowest one already in it (the fewest places
- * mined since its origin): it neither waits behind the line's past nor goes ahead of it.
+ * it. A relayer new to the line, or back in it with nothing out meanwhile, starts level with the
+ * slowest one in it (the fewest places mined since its origin): it neither waits behind the line's
+ * past nor goes ahead of it on places it did not use.
  */
 export function placeInLine(rt: Runtime, ctx: EvmContext, latest: bigint, nonce: bigint): bigint {
   const { origins } = lineOn(rt, ctx.rpc);
   let origin = origins.get(ctx.relayer.id);
-  if (origin === undefined) {
+  if (origin === undefined || !rt.state(WATCHES).has(ctx.relayer.id)) {
     let slowest: bigint | undefined;
     for (const w of rt.state(WATCHES).values()) {
-      const o = w.ctx.rpc === ctx.rpc ? origins.get(w.ctx.relayer.id) : undefined;
+      const o = w.ctx.rpc === ctx.rpc && w.ctx.relayer.id !== ctx.relayer.id ? origins.get(w.ctx.relayer.id) : undefined;
       if (o !== undefined && (slowest === undefined || w.seen - o < slowest)) slowest = w.seen - o;
     }
     origin = latest - (slowest !== undefined && slowest > 0n ? slowest : 0n);

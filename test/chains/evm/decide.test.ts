@@ -268,6 +268,16 @@ describe('fees of the next signing', () => {
     expect(atCap).toBe('resend');
     expect(reasonOf(w)).toContain('gas_price_cap');
   });
+
+  it('at what the balance covers: the same bytes again, never a bid the node would refuse for want of funds', () => {
+    const uncapped = { policy: {} } as EvmContext;
+    const prev = { maxFeePerGas: gwei(10), maxPriorityFeePerGas: gwei(10) };
+    const w = inFlight([broadcast(1)]);
+    // Room for 5% more: the bump stops there; no room at all: the bid before goes out again.
+    expect(replacementFees(uncapped, prev, prev, 10_500_000_000n)).toMatchObject({ maxFeePerGas: 10_500_000_000n, capped: true });
+    expect(planFees(w, { kind: 'payload', version: 0, fees: prev }, prev, (p, f) => replacementFees(uncapped, p, f, gwei(9)))).toBe('resend');
+    expect(reasonOf(w)).toContain('balance');
+  });
 });
 
 describe('expiry', () => {

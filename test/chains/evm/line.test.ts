@@ -76,10 +76,13 @@ describe.each(await databaseKinds())('relayers sharing a busy chain, on %s', (db
   });
 
   it('take a relayer whose balance cannot carry the line’s bids at the market price instead', async () => {
-    // 0.0005 ETH: a transfer capped at the line's level (tens of gwei) needs more; at twice the base fee, a tenth of it.
-    await rpc(svc.anvil!.url, 'anvil_setBalance', [poorAddress, '0x1c6bf52634000']);
-    const [, own] = await Promise.all([Promise.all(ids.map((id) => flood(id, SENDS))), flood(poor, 3)]);
-    // Behind the line, not refused by the node for want of funds.
-    for (const id of own) await waitStatus(svc, id, 'confirmed', 60_000);
+    // A base fee of 1 gwei, and a balance for one transfer at 10 gwei: enough at the market price
+    // (twice the base fee, raised for the line ahead), short of the line's level (over 30 gwei).
+    await rpc(svc.anvil!.url, 'anvil_setNextBlockBaseFeePerGas', ['0x3b9aca00']);
+    await rpc(svc.anvil!.url, 'evm_mine');
+    await rpc(svc.anvil!.url, 'anvil_setBalance', [poorAddress, `0x${(23_100n * 10_000_000_000n).toString(16)}`]);
+    const [, [own]] = await Promise.all([Promise.all(ids.map((id) => flood(id, SENDS))), flood(poor, 1)]);
+    // Behind the line, not refused by the node for want of funds; bid again, never past the balance.
+    await waitStatus(svc, own, 'confirmed', 45_000);
   });
 });

@@ -180,17 +180,22 @@ describe('a chain’s line', () => {
   it('counts a relayer’s places from where its first bid found it, and starts a newcomer level with the slowest', async () => {
     const { chain, rt, ctx } = setup();
     const other = { ...ctx, relayer: { id: 'r2', address: '0x0000000000000000000000000000000000000002' } } as unknown as EvmContext;
-    // r1 bids nonces 10.. with its mined nonce at 10; later bids keep counting from there.
+    // r1's step bids nonces 10 to 14 with its mined nonce at 10, and its watch starts.
     expect(placeInLine(rt, ctx, 10n, 10n)).toBe(0n);
-    expect(placeInLine(rt, ctx, 13n, 14n)).toBe(4n);
-    // Its watch sees three of them mined: a relayer new to the line starts three places in.
+    expect(placeInLine(rt, ctx, 10n, 14n)).toBe(4n);
     chain.latest = 10n;
     watchMined(rt, ctx, 14n, 10n);
+    // Three mined: its next bid keeps counting from 10; a relayer new to the line starts three in.
     chain.latest = 13n;
     await settle(200);
+    expect(placeInLine(rt, ctx, 13n, 15n)).toBe(5n);
     expect(placeInLine(rt, other, 50n, 50n)).toBe(3n);
     expect(placeInLine(rt, other, 50n, 52n)).toBe(5n);
-    chain.latest = 20n; // past every broadcast: the watch ends
+    // All of r1’s mined, its watch ends: back with new sends, its places count afresh (from 15, not 10).
+    chain.latest = 15n;
+    await settle(200);
+    expect(placeInLine(rt, ctx, 15n, 15n)).toBe(0n);
+    chain.latest = 60n;
     await settle(200);
   });
 });
