@@ -275,7 +275,7 @@ async function lineAhead(c: Ctx, ctx: EvmContext, rows: Transaction[], latest: b
 
 /** When a line's level no longer covers it, it is raised for this many more full blocks than the line fills. */
 const LEVEL_HEADROOM_BLOCKS = 24;
-/** How long a balance read for a line bid serves. */
+/** How long a read of the relayer's balance serves the bids made meanwhile. */
 const BALANCE_MS = 5_000;
 
 /**
@@ -302,13 +302,13 @@ function queueOf(d: Pick<EvmDecision, 'ahead' | 'latest'>, w: Work): Queue {
  * carry its transactions in line at that bid: nodes refuse a transaction whose gas × cap + value
  * the balance does not cover, some counting the account's other pending ones too.
  */
-async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: NonNullable<Queue['line']>, w: Work, gas: bigint) {
+async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: NonNullable<Queue['line']>, nonce: bigint, gas: bigint, value: bigint) {
   const need = await requestFees(ctx, req, line.blocks);
   const raised = await requestFees(ctx, req, line.blocks + LEVEL_HEADROOM_BLOCKS);
   const level = lineLevel(rt, ctx.rpc, maxPricePerGas(need), maxPricePerGas(raised));
-  const bid = bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonceOf(w)));
+  const bid = bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonce));
   const balance = (await balanceOf(ctx)) ?? 0n;
-  return balance >= line.own * (gas * bid.maxFeePerGas + BigInt(w.tx.value)) ? bid : undefined;
+  return balance >= line.own * (gas * bid.maxFeePerGas + value) ? bid : undefined;
 }
 
 /** The relayer's balance, read at most every BALANCE_MS; undefined when it cannot be read. */
@@ -352,11 +352,12 @@ async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<Ev
     }
   }
   const req = noop ? { speed: 'fast' as const } : readPayload(w.tx.request);
+  const value = noop ? 0n : BigInt(w.tx.value);
   const fresh = await requestFees(ctx, req, q.backlog);
-  const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, w, gasLimit) : undefined;
+  const inLine = q.line && 'maxFeePerGas' in fresh && pricedBySpeed(req) ? await lineBid(rt, ctx, req, q.line, nonceOf(w), gasLimit, value) : undefined;
   const prev = atNonce(w)[0];
   // A bid again never goes past what the balance covers: the bid before stays out instead.
-  const limit = prev ? await affordable(ctx, gasLimit, noop ? 0n : BigInt(w.tx.value)) : undefined;
+  const limit = prev ? await affordable(ctx, gasLimit, value) : undefined;
   const fees = planFees(w, prev && { kind: prev.kind, version: prev.version, fees: feesFromJson(prev.fees) }, prev ? fresh : (inLine ?? fresh), (p, f) =>
     replacementFees(ctx, p, inLine ?? f, limit),
   );
@@ -364,7 +365,7 @@ async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<Ev
   const base = { chainId: ctx.chainId, nonce: Number(nonceOf(w)), gas: gasLimit };
   const body = noop
     ? { to: ctx.relayer.address as Address, value: 0n, ...base }
-    : { to: (w.tx.to ?? undefined) as Address | undefined, value: BigInt(w.tx.value), data: (w.tx.data ?? undefined) as Hex | undefined, ...base };
+    : { to: (w.tx.to ?? undefined) as Address | undefined, value, data: (w.tx.data ?? undefined) as Hex | undefined, ...base };
   const unsigned = (
     'gasPrice' in fees ? { type: 'legacy', gasPrice: fees.gasPrice, ...body } : { type: 'eip1559', ...fees, ...body }
   ) as TransactionSerializable;
