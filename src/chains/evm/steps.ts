@@ -307,8 +307,8 @@ async function lineBid(rt: Runtime, ctx: EvmContext, req: PriceRequest, line: No
   const raised = await requestFees(ctx, req, line.blocks + LEVEL_HEADROOM_BLOCKS);
   const level = lineLevel(rt, ctx.rpc, maxPricePerGas(need), maxPricePerGas(raised));
   const bid = bidInLine(need as Eip1559Fees, level, placeInLine(rt, ctx, line.latest, nonce));
-  const balance = (await balanceOf(ctx)) ?? 0n;
-  return balance >= line.own * (gas * bid.maxFeePerGas + value) ? bid : undefined;
+  const limit = await affordable(ctx, line.own * gas, line.own * value);
+  return limit !== undefined && limit >= bid.maxFeePerGas ? bid : undefined;
 }
 
 /** The relayer's balance, read at most every BALANCE_MS; undefined when it cannot be read. */
@@ -318,9 +318,9 @@ const balanceOf = (ctx: EvmContext) =>
     .catch(() => undefined);
 
 /**
- * The highest price a gas the relayer's balance covers for one transaction of `gas` and `value`:
- * a bid above it would be refused, and the transaction left waiting for funds that a lower bid did
- * not need. Undefined when the balance cannot be read.
+ * The highest price a gas the relayer's balance covers for `gas` and `value` (one transaction's, or
+ * all of its line's): a bid above it would be refused, and the transaction left waiting for funds
+ * that a lower bid did not need. Undefined when the balance cannot be read.
  */
 async function affordable(ctx: EvmContext, gas: bigint, value: bigint): Promise<bigint | undefined> {
   const balance = await balanceOf(ctx);
