@@ -12,7 +12,8 @@ export interface Intake {
   type: NetworkType;
   accepted: Accepted;
   idempotencyKey: string | null;
-  digest: string;
+  /** Of the request, when it has an idempotency key. */
+  digest: string | null;
 }
 
 /**

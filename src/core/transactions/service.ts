@@ -125,8 +125,9 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   }
   const type = relayer.networkType as NetworkType;
   const request = parseShape(rt.families, type, input);
-  const digest = requestDigest(input);
-  if (idempotencyKey) {
+  // Only a request with a key can be retried as the same one: without, no digest is kept.
+  const digest = idempotencyKey ? requestDigest(input) : null;
+  if (idempotencyKey && digest) {
     const previous = await replay(rt, relayerId, idempotencyKey, digest);
     if (previous) return previous;
   }
@@ -143,7 +144,7 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   try {
     tx = await insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
   } catch (e) {
-    if (idempotencyKey && isUniqueViolation(e)) {
+    if (idempotencyKey && digest && isUniqueViolation(e)) {
       const previous = await replay(rt, relayerId, idempotencyKey, digest);
       if (previous) return previous;
     }
