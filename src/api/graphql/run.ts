@@ -1,5 +1,6 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQLSchema, getOperationAST } from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { HttpLabels, Metrics } from '../../metrics/index.js';
 import type { Context } from './context.js';
 import { inputError } from './input.js';
@@ -12,6 +13,8 @@ export interface Operation {
   variables: Record<string, unknown>;
   /** How many rate-limited root fields it runs, when the caller knows (REST routes count theirs once). */
   rateLimited?: number;
+  /** A document fixed in the code (a REST route's): run compiled, the compilation kept with it. */
+  fixed?: boolean;
 }
 
 /**
@@ -21,6 +24,37 @@ export interface Operation {
  */
 export function operationRunner(opts: { schema: GraphQLSchema; metrics: Metrics; mask: (error: unknown) => Error; rateLimitedStatus: number }) {
   const { schema, metrics, mask } = opts;
+  // Compiled once per fixed document (a REST route's): the compiled function coerces variables and
+  // resolves fields without the executor's per-request walk of the document, about half the CPU of
+  // an operation. Resolvers, directives and scalars are the schema's, as with the executor.
+  const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
+  const compiledOf = (op: Operation): CompiledQuery | null => {
+    let byName = compiled.get(op.document);
+    if (!byName) compiled.set(op.document, (byName = new Map()));
+    const name = op.operationName ?? '';
+    let c = byName.get(name);
+    if (c === undefined) {
+      const made = compileQuery(schema, op.document, op.operationName ?? undefined);
+      byName.set(name, (c = isCompiledQuery(made) ? made : null));
+    }
+    return c;
+  };
+  const execute = async (op: Operation, ctx: Context): Promise<ExecutionResult> => {
+    const c = op.fixed ? compiledOf(op) : null;
+    if (c) {
+      const result = await c.query(undefined, ctx, op.variables);
+      // Refused before anything ran (a variable it cannot coerce): the executor's own words for it.
+      if (!(result.errors && result.data === undefined)) return result;
+    }
+    // yoga's executor: its errors carry the HTTP status yoga answers with (400 for a variable it refuses).
+    return (await normalizedExecutor({
+      schema,
+      document: op.document,
+      operationName: op.operationName,
+      variableValues: op.variables,
+      contextValue: ctx,
+    })) as ExecutionResult;
+  };
   return async (op: Operation, ctx: Context, labels?: HttpLabels): Promise<ExecutionResult> => {
     try {
       if (labels) labels.operation = metrics.operation(getOperationAST(op.document, op.operationName)?.name?.value);
@@ -28,14 +62,7 @@ export function operationRunner(opts: { schema: GraphQLSchema; metrics: Metrics;
         inputError(op.document, op.variables) ??
         (await takeTokens(ctx, op.rateLimited ?? rateLimitedRootFields(schema, op.document, op.operationName, op.variables), opts.rateLimitedStatus));
       if (refused) return { errors: [mask(refused) as GraphQLError] };
-      // yoga's executor: its errors carry the HTTP status yoga answers with (400 for a variable it refuses).
-      const result = (await normalizedExecutor({
-        schema,
-        document: op.document,
-        operationName: op.operationName,
-        variableValues: op.variables,
-        contextValue: ctx,
-      })) as ExecutionResult;
+      const result = await execute(op, ctx);
       return result.errors ? { ...result, errors: result.errors.map((e) => mask(e) as GraphQLError) } : result;
     } catch (err) {
       return { errors: [mask(err) as GraphQLError] };

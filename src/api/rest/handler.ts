@@ -78,11 +78,19 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
   });
 }
 
-function match(compiled: CompiledRoute[], segments: string[]) {
+/** The routes a path of `n` segments may match, in table order: only those are compared with it. */
+const candidates = (compiled: CompiledRoute[], n: number) =>
+  compiled.filter((c) => c.segments.length === n || (c.route.tail !== undefined && n > c.segments.length));
+
+/** The routes, and those a path may match by its segment count (up to 16; longer paths are filtered each time). */
+function routeIndex(compiled: CompiledRoute[]) {
+  const bySize = Array.from({ length: 17 }, (_, n) => candidates(compiled, n));
+  return (n: number) => bySize[n] ?? candidates(compiled, n);
+}
+
+function match(routesOf: ReturnType<typeof routeIndex>, segments: string[]) {
   const found: { c: CompiledRoute; params: Record<string, string>; tail?: string }[] = [];
-  for (const c of compiled) {
-    const below = c.route.tail !== undefined && segments.length > c.segments.length;
-    if (c.segments.length !== segments.length && !below) continue;
+  for (const c of routesOf(segments.length)) {
     const params: Record<string, string> = {};
     let ok = true;
     for (let i = 0; i < c.segments.length && ok; i++) {
@@ -142,6 +150,7 @@ export function failWith(code: ErrorCode, detail?: string): Response {
  */
 export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema) {
   const compiled = compileRoutes(schema, restRoutes(rt.families));
+  const routesOf = routeIndex(compiled);
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
   let docs: string | undefined;
@@ -245,7 +254,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP },
       });
     }
-    const found = match(compiled, path.split('/').slice(1));
+    const found = match(routesOf, path.split('/').slice(1));
     if (!found.length) {
       const later = laterFeature(path.split('/').slice(1));
       return fail(404, 'Not Found', later ?? `no route ${path}`);
@@ -278,7 +287,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
     const result = await run(
-      { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited },
+      { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited, fixed: true },
       requestContext(rt, ctx.requestId, ctx.caller, local),
       ctx.labels,
     );
@@ -297,7 +306,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     isPublic: (request: Request) => {
       const path = normalise(new URL(request.url).pathname);
       if (request.method !== 'GET') return false;
-      return isPublicPath(path) || match(compiled, path.split('/').slice(1)).some((f) => f.c.route.public && f.c.route.method === 'GET');
+      return isPublicPath(path) || match(routesOf, path.split('/').slice(1)).some((f) => f.c.route.public && f.c.route.method === 'GET');
     },
     notFound: () => fail(404, 'Not Found', 'no such route'),
     unauthorized: () => failWith('UNAUTHORIZED'),
