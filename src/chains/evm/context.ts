@@ -45,8 +45,8 @@ export function rpcEndpoints(_rt: Pick<Runtime, 'config'>, relayer: Relayer, net
   return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : network.rpcUrls;
 }
 
-export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
-  return rt.state(CLIENTS).getOrCreate(JSON.stringify(endpoints), () =>
+export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[], key = JSON.stringify(endpoints)): EvmRpc {
+  return rt.state(CLIENTS).getOrCreate(key, () =>
     createEvmRpc(endpoints, {
       timeoutMs: 8_000,
       retries: Math.max(2, endpoints.length),
@@ -57,17 +57,33 @@ export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[]): EvmRpc {
   );
 }
 
+// What a context reads from a relayer row and its network, worked out once per row as read (the
+// API's and the worker's snapshots are kept until the row changes) and network: every send and
+// every step builds a context.
+const PARTS = slot('evm context parts', () => new WeakMap<Relayer, { network: Network; policy: EvmPolicy; endpoints: RpcEndpoint[]; key: string }>());
+
+function partsOf(rt: Runtime, relayer: Relayer, network: Network) {
+  const memo = rt.state(PARTS);
+  let parts = memo.get(relayer);
+  if (parts?.network !== network) {
+    const endpoints = rpcEndpoints(rt, relayer, network);
+    parts = { network, policy: readEvmPolicy(relayer.policies), endpoints, key: JSON.stringify(endpoints) };
+    memo.set(relayer, parts);
+  }
+  return parts;
+}
+
 export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {
   const network = findNetwork(rt, 'evm', relayer.network);
   if (!network) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" is not in the configuration`);
   if (network.chainId === undefined) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" has no chain_id`);
-  const policy = readEvmPolicy(relayer.policies);
+  const { policy, endpoints, key } = partsOf(rt, relayer, network);
   const signer = rt.signers.get(signerKey(relayer.signerId, 'evm'));
   return {
     relayer,
     network,
     chainId: network.chainId,
-    rpc: rpcFor(rt, rpcEndpoints(rt, relayer, network)),
+    rpc: rpcFor(rt, endpoints, key),
     policy,
     eip1559: network.features.includes('eip1559') && policy.eip1559_pricing !== false,
     blocktimeMs: network.averageBlocktimeMs ?? DEFAULT_BLOCKTIME_MS,
