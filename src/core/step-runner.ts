@@ -186,23 +186,20 @@ async function perform<D extends Decision>(rt: Runtime, family: string, steps: A
 
 /**
  * Writes the patch of each decision `which` picks, under the lease its row was read with; with
- * `end`, every decision, with its next due time, giving the lease back (a row with no change is
- * only given back). A row whose lease was lost is dropped: another instance works on it now.
+ * `end`, every decision, with its next due time, giving the lease back (a row with no change gets
+ * only that). All in one save, which joins the saves of the relayers' other steps (with 100
+ * relayers, each step giving back its unchanged rows on its own was a quarter of the database's
+ * work). A changed row whose lease was lost is dropped: another instance works on it now.
  */
 async function write<D extends Decision>(rt: Runtime, ds: D[], which: (d: D) => boolean, end: boolean): Promise<D[]> {
-  const picked = ds.filter(which);
-  if (picked.length === 0) return ds;
+  const picked = new Set(ds.filter(which));
+  if (picked.size === 0) return ds;
   const dueAt = (d: D) => (d.nextInMs === null ? null : new Date(Date.now() + d.nextInMs));
-  const same = end ? picked.filter((d) => Object.keys(d.patch).length === 0 && !d.via?.length) : [];
-  const changed = picked.filter((d) => !same.includes(d));
-  await releaseTransactions(
-    rt,
-    same.map((d) => ({ tx: d.tx, dueAt: dueAt(d) })),
-  );
+  const changed = (d: D) => Object.keys(d.patch).length > 0 || !!d.via?.length;
   const saved = await saveTransactions(
     rt,
     rt.instanceId,
-    changed.map((d) => {
+    [...picked].map((d) => {
       const patch: TransactionPatch = end ? { dueAt: dueAt(d), ...d.patch } : { ...d.patch };
       // A status that becomes sent or submitted carries sent_at in the same write.
       if ((patch.status === 'sent' || patch.status === 'submitted') && !d.tx.sentAt && !patch.sentAt) patch.sentAt = new Date();
@@ -211,9 +208,10 @@ async function write<D extends Decision>(rt: Runtime, ds: D[], which: (d: D) => 
   );
   const lost = new Set<D>();
   const next = ds.map((d) => {
-    if (!changed.includes(d)) return d;
+    if (!picked.has(d)) return d;
     const row = saved.get(d.tx.id);
     if (row) return { ...d, tx: row, patch: {}, via: [] };
+    if (!changed(d)) return d;
     rt.log.warn({ transactionId: d.tx.id }, 'step result not written: the lease of the transaction was lost');
     lost.add(d);
     return d;

@@ -112,7 +112,8 @@ describe('the core step', () => {
     const idle: Steps<null, string, E, R, Decision<E>> = { ...family, decide: (rows) => rows.map((t) => ({ tx: t, patch: {}, effects: [], nextInMs: 5_000 })) };
     await runStep(svc.rt, 'fake', idle, await relayerOf(), [tx]);
     const after = await row(tx.id);
-    expect(after).toMatchObject({ status: 'pending', leaseOwner: null, updatedAt: tx.updatedAt });
+    // Written in the step's one save (a new row version), with nothing of it but the lease and due time.
+    expect(after).toMatchObject({ status: 'pending', leaseOwner: null, leaseUntil: null, hash: null, nonce: tx.nonce, chainState: tx.chainState });
     expect(after.dueAt!.getTime()).toBeGreaterThan(Date.now());
     expect(log).toEqual(['observe 1']);
   });
