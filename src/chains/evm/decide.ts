@@ -52,6 +52,16 @@ export const WINDOW_BLOCKS = 3;
 export const MIN_WINDOW = 16;
 /** The window for a chain whose blocks hold `blockGas` gas. */
 export const sendWindow = (blockGas: bigint, transferGas: bigint) => Math.max(MIN_WINDOW, WINDOW_BLOCKS * Number(blockGas / transferGas));
+/**
+ * How long a step waits for its broadcasts up to nonce `upTo` to be mined, the chain's mined nonce
+ * being `latest`: the full blocks the send window's transfers take to get there (one at least, the
+ * window's blocks at most), and half a block more.
+ */
+export function minedWithinMs(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, upTo: bigint, window: number | undefined): number {
+  const ahead = Number(upTo - latest) + 1;
+  const blocks = window === undefined ? 1 : Math.min(WINDOW_BLOCKS, Math.max(1, Math.ceil(ahead / (window / WINDOW_BLOCKS))));
+  return Math.round((blocks + 0.5) * pace.blocktimeMs);
+}
 /** A transaction never signed whose nonce is `window` or more ahead of the mined nonce `latest`. */
 export const beyondWindow = (tx: Pick<Transaction, 'nonce'>, st: EvmState, latest: bigint, window: number) =>
   tx.nonce !== null && st.broadcasts.length === 0 && tx.nonce >= latest + BigInt(window);

@@ -22,6 +22,7 @@ import {
   failBeforeSending,
   movedTo,
   newWork,
+  minedWithinMs,
   nonceOf,
   onBroadcast,
   patchOf,
@@ -554,7 +555,8 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     const waits = looks.filter((t) => 'waits' in t.effect);
     if (waits.length > 0) {
       const upTo = max(waits.map((t) => nonceOf(t.d.work)));
-      await untilMined(c.rt, ctx, upTo, waits[0].d.latest ?? 0n, Math.round(1.5 * ctx.blocktimeMs));
+      const { latest = 0n, window } = waits[0].d;
+      await untilMined(c.rt, ctx, upTo, latest, minedWithinMs(ctx, latest, upTo, window));
     }
     if (looks.length > 0) {
       const latest = await latestNonce(ctx).catch(() => null);

@@ -14,6 +14,7 @@ import {
   recordSigning,
   resumeSigned,
   searchDue,
+  minedWithinMs,
   sendWindow,
   type Work,
 } from '../../../src/chains/evm/decide.js';
@@ -388,6 +389,13 @@ describe('a step after the node took its broadcasts', () => {
     expect(afterOk(32, 1_000)).toEqual([{ stage: 'read', resolve: true, waits: true }]);
     expect(afterOk(31, 1_000)).toEqual([]);
     expect(afterOk(32, 12_000)).toEqual([]);
+  });
+
+  it('waits as long as full blocks of the send window take to mine its last broadcast, and half a block more', () => {
+    // A window of 3 blocks of 100: the last broadcast 1, 150 and 300 ahead of the mined nonce; 5,000 ahead is still 3 blocks.
+    expect([100n, 249n, 399n, 5_099n].map((upTo) => minedWithinMs(pace, 100n, upTo, 300))).toEqual([1_500, 2_500, 3_500, 3_500]);
+    // No window known: a block and a half.
+    expect(minedWithinMs(pace, 100n, 399n, undefined)).toBe(1_500);
   });
 });
 
