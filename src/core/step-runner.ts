@@ -136,8 +136,16 @@ async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
       ds = ds.map((d) => ({ ...d, effects: [], nextInMs: d.nextInMs ?? 0 }));
       break;
     }
-    // Sent, and now only waiting on the chain: the step no longer holds the relayer's order.
-    if (sent && ds.every((d) => d.effects.every((e) => e.stage === 'read' && e.waits))) pass();
+    // Sent, and now only waiting on the chain: the step no longer holds the relayer's order, nor
+    // the rows it is done with (those the chain may let in meanwhile among them).
+    if (sent && ds.every((d) => d.effects.every((e) => e.stage === 'read' && e.waits))) {
+      pass();
+      const done = ds.filter((d) => d.effects.length === 0);
+      if (done.length > 0) {
+        await end(rt, steps, c, done);
+        ds = ds.filter((d) => d.effects.length > 0);
+      }
+    }
     // Reads and signings first: nothing has left the process yet.
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage !== 'send');
     // Then what will be sent is written, and sent.
@@ -150,9 +158,14 @@ async function stepInTurn<C, S, E extends Effect, R, D extends Decision<E>>(
     ds = await perform(rt, family, steps as unknown as AnySteps, c, ds, (e) => e.stage === 'send');
     sent = true;
   }
-  ds = await write(rt, ds, () => true, true);
-  steps.settled?.(c, ds);
-  const soonest = Math.min(...ds.filter((d) => d.nextInMs !== null).map((d) => d.nextInMs!));
+  await end(rt, steps, c, ds);
+}
+
+/** Saves the step's decisions, each with its next due time, giving the leases back. */
+async function end<C, D extends Decision>(rt: Runtime, steps: { settled?(c: C, ds: D[]): void }, c: C, ds: D[]) {
+  const saved = await write(rt, ds, () => true, true);
+  steps.settled?.(c, saved);
+  const soonest = Math.min(...saved.filter((d) => d.nextInMs !== null).map((d) => d.nextInMs!));
   if (soonest === 0) rt.wake();
   else if (soonest < SOON_MS) setTimeout(() => rt.wake(), soonest).unref();
 }

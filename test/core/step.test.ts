@@ -141,6 +141,34 @@ describe('the core step', () => {
     for (const tx of [first, second]) expect(await row(tx.id)).toMatchObject({ status: 'submitted', leaseOwner: null });
   });
 
+  it('gives back the rows it is done with before it waits on the chain, and reports them saved first', async () => {
+    const [busy, held] = [await leasedRow(), await leasedRow()];
+    let heldWhileWaiting: { leaseOwner: string | null; dueAt: Date | null } | null = null;
+    const settled: string[][] = [];
+    const steps: Steps<null, string, E, R, Decision<E>> = {
+      ...family,
+      // The second row waits for something else (a send window): nothing to do in this step.
+      decide: (rows, seen) => family.decide(rows, seen, new Date()).map((d) => (d.tx.id === held.id ? { ...d, effects: [], nextInMs: 5_000 } : d)),
+      async perform(c, todo) {
+        if (todo[0].effect.name !== 'wait') return family.perform(c, todo);
+        heldWhileWaiting = await row(held.id);
+        return [{ name: 'wait', status: 'mined' }];
+      },
+      record(d, [o]) {
+        if (o.name === 'wait') return { ...d, patch: { status: 'confirmed' }, via: ['submitted'], effects: [], nextInMs: null };
+        const next = family.record(d, [o], new Date());
+        return o.name === 'send' ? { ...next, effects: [{ stage: 'read', name: 'wait', waits: true }] } : next;
+      },
+      settled: (_c, ds) => void settled.push(ds.map((d) => d.tx.id)),
+    };
+    const before = Date.now();
+    await runStep(svc.rt, 'fake', steps, await relayerOf(), [busy, held]);
+    expect(heldWhileWaiting).toMatchObject({ leaseOwner: null });
+    expect(heldWhileWaiting!.dueAt!.getTime()).toBeGreaterThanOrEqual(before + 5_000);
+    expect(settled).toEqual([[held.id], [busy.id]]);
+    expect(await row(busy.id)).toMatchObject({ status: 'confirmed', leaseOwner: null, dueAt: null });
+  });
+
   it('ends a step’s turn once it has sent and only waits on the chain: the next step sends meanwhile, and the first writes once at its end', async () => {
     log.length = 0;
     const [first, second] = [await leasedRow(), await leasedRow()];

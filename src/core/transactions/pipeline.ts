@@ -62,7 +62,10 @@ export interface Steps<C = unknown, S = unknown, E extends Effect = Effect, R = 
   perform(c: C, todo: { effect: E; d: D }[]): Promise<R[]>;
   /** The decision once `d.effects` gave `outcomes` (one each, in order); its effects replace d's. */
   record(d: D, outcomes: R[], now: Date): D;
-  /** After the step was saved (rows whose lease was lost are left out). */
+  /**
+   * After the step's rows were saved (rows whose lease was lost are left out): once, or for a step
+   * that waits on the chain, first with the rows it was done with when it began to wait.
+   */
   settled?(c: C, ds: D[]): void;
 }
 
