@@ -147,6 +147,26 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     for (const t of [...leased, ...final, ...offset]) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
   });
 
+  it('writes free the rows a relayer holds, each due on its schedule, and the others leased', async () => {
+    const guard = { sql: `UPDATE relayers SET name = name WHERE id = $4 RETURNING id AS relayer_id, 200::bigint AS base`, params: ['r'] };
+    const held = new Map([['r', { from: 202n, per: 2, firstMs: 3_000, everyMs: 1_000 }]]);
+    const before = Date.now();
+    const rows = [0n, 1n, 2n, 3n, 4n].map((n) => ({ ...full(n), idempotencyKey: null }));
+    const written = await insertTransactions(handle(), rows, { ...NO_HOOK, guard, leaseOwner: 'me', held });
+    expect(written.map((t) => [t.nonce, t.leaseOwner])).toEqual([
+      [200n, 'me'],
+      [201n, 'me'],
+      [202n, null],
+      [203n, null],
+      [204n, null],
+    ]);
+    expect(written.slice(2).map((t) => t.leaseUntil)).toEqual([null, null, null]);
+    // Due in 3 s, then a second later every 2 nonces further.
+    const dueIn = written.slice(2).map((t) => Math.round((t.dueAt!.getTime() - before) / 1_000));
+    expect(dueIn).toEqual([3, 3, 4]);
+    for (const t of written) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
+  });
+
   it('reports a repeated idempotency key as a unique violation', async () => {
     const first = { ...full(20n), idempotencyKey: 'dup' };
     await insertTransactions(handle(), [first], NO_HOOK);

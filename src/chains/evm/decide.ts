@@ -4,7 +4,7 @@
 import type { Hex } from 'viem';
 import { canonicalJson } from '../../lib/json.js';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import type { Held, TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './node-errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';
@@ -52,6 +52,8 @@ export const WINDOW_BLOCKS = 3;
 export const MIN_WINDOW = 16;
 /** The window for a chain whose blocks hold `blockGas` gas. */
 export const sendWindow = (blockGas: bigint, transferGas: bigint) => Math.max(MIN_WINDOW, WINDOW_BLOCKS * Number(blockGas / transferGas));
+/** The transfers a full block lets into a send window of `window`. */
+const perBlock = (window: number) => Math.max(1, Math.floor(window / WINDOW_BLOCKS));
 /**
  * How long a step waits for its broadcasts up to nonce `upTo` to be mined, the chain's mined nonce
  * being `latest`: the full blocks the send window's transfers take to get there (one at least, the
@@ -59,7 +61,7 @@ export const sendWindow = (blockGas: bigint, transferGas: bigint) => Math.max(MI
  */
 export function minedWithinMs(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, upTo: bigint, window: number | undefined): number {
   const ahead = Number(upTo - latest) + 1;
-  const blocks = window === undefined ? 1 : Math.min(WINDOW_BLOCKS, Math.max(1, Math.ceil(ahead / (window / WINDOW_BLOCKS))));
+  const blocks = window === undefined ? 1 : Math.min(WINDOW_BLOCKS, Math.max(1, Math.ceil(ahead / perBlock(window))));
   return Math.round((blocks + 0.5) * pace.blocktimeMs);
 }
 /** A transaction never signed whose nonce is `window` or more ahead of the mined nonce `latest`. */
@@ -548,9 +550,19 @@ export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest
 export function heldByWindow(pace: Pick<Pace, 'blocktimeMs'>, w: Work, latest: bigint, window: number | undefined): boolean {
   if (window === undefined || !beyondWindow(w.tx, w.st, latest, window)) return false;
   const ahead = nonceOf(w) - latest - BigInt(window);
-  const blocks = Math.ceil((Number(ahead) + 1) / (window / WINDOW_BLOCKS));
+  const blocks = Math.ceil((Number(ahead) + 1) / perBlock(window));
   w.dueInMs = (blocks + 1) * pace.blocktimeMs;
   return true;
+}
+
+/**
+ * The new transactions the send window will hold, the mined nonce being `latest`: those a block's
+ * worth of transfers or more beyond it (none of them can be let in while it is being written), each
+ * due when heldByWindow would make it due.
+ */
+export function heldAtIntake(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, window: number): Held {
+  const per = perBlock(window);
+  return { from: latest + BigInt(window + per), per, firstMs: 3 * pace.blocktimeMs, everyMs: pace.blocktimeMs };
 }
 
 /** The patch a work writes: nothing when only looked at (the row is just given back, due again). */

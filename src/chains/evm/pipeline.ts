@@ -11,6 +11,7 @@ import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
 import { RpcUnavailableError } from './rpc-client.js';
 import { evmSteps } from './steps.js';
+import { heldFrom } from './watch.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
@@ -138,4 +139,5 @@ export const evmFamily: ChainFamily<'evm'> = {
   checkRelayer,
   cancel,
   replace,
+  heldFrom,
 };

@@ -556,7 +556,7 @@ export const evmSteps: Steps<Ctx, Seen, EvmEffect, EvmOutcome, EvmDecision> = {
     if (waits.length > 0) {
       const upTo = max(waits.map((t) => nonceOf(t.d.work)));
       const { latest = 0n, window } = waits[0].d;
-      await untilMined(c.rt, ctx, upTo, latest, minedWithinMs(ctx, latest, upTo, window));
+      await untilMined(c.rt, ctx, upTo, latest, minedWithinMs(ctx, latest, upTo, window), window);
     }
     if (looks.length > 0) {
       const latest = await latestNonce(ctx).catch(() => null);

@@ -1,9 +1,11 @@
 import { byNonce } from '../../core/step-runner.js';
-import { claimMinedNonces, type NonceRange } from '../../core/transactions/store.js';
+import { claimMinedNonces, type Held, type NonceRange } from '../../core/transactions/store.js';
+import type { Relayer } from '../../generated/prisma/client.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';
 import type { EvmContext } from './context.js';
 import type { EvmRpc } from './rpc-client.js';
+import { heldAtIntake } from './decide.js';
 import { latestNonce } from './nonces.js';
 
 /**
@@ -123,6 +125,12 @@ export function watchMined(rt: Runtime, ctx: EvmContext, upTo: bigint, seen: big
   return w;
 }
 
+/** The relayer's new transactions the send window will hold, while a watch knows where the chain is. */
+export function heldFrom(rt: Runtime, relayer: Relayer): Held | null {
+  const w = rt.state(WATCHES).get(relayer.id);
+  return w?.window === undefined ? null : heldAtIntake(w.ctx, w.seen, w.window);
+}
+
 /**
  * Transactions of relayers other than `relayerId` that this instance has broadcast on `rpc` and
  * not yet seen mined: the line a new broadcast there joins, as far as this instance knows it.
@@ -136,10 +144,11 @@ export function othersInFlight(rt: Runtime, rpc: EvmRpc, relayerId: string): big
 /**
  * Settles once the watch sees the chain's nonce past `nonce` (every transaction of the relayer up
  * to it mined), when the watch stops, or after `ms`, whichever comes first. `seen`: the mined
- * nonce last read.
+ * nonce last read; `window`: the send window the step saw, known to intake from then on (heldFrom).
  */
-export function untilMined(rt: Runtime, ctx: EvmContext, nonce: bigint, seen: bigint, ms: number): Promise<void> {
+export function untilMined(rt: Runtime, ctx: EvmContext, nonce: bigint, seen: bigint, ms: number, window?: number): Promise<void> {
   const w = watchMined(rt, ctx, nonce, seen);
+  if (window !== undefined) w.window = window;
   // Mined already: seen by a watch kept going for another step's broadcasts.
   if (w.seen > nonce) return Promise.resolve();
   return new Promise((resolve) => {

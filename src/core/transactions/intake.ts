@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs, recordsetJson } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { insertTransactions } from './store.js';
+import { type Held, insertTransactions } from './store.js';
 import type { NetworkType } from '../registry.js';
 import type { Accepted } from './pipeline.js';
 
@@ -117,11 +117,11 @@ export function takeBatch<W extends { relayer: Pick<Relayer, 'id' | CheckedField
   return [...groups.values()];
 }
 
-/** New rows go to this instance's worker, leased to it when written (else any worker claims them). */
+/** New rows go to this instance's worker, leased to it when written (rows written free are claimed when due). */
 function toWorker(rt: Runtime, outcomes: Intaken[]) {
   const rows = outcomes.filter((o): o is Transaction => typeof o === 'object');
   if (rows.length === 0) return;
-  if (rt.handOff) rt.handOff(rows);
+  if (rt.handOff) rt.handOff(rows.filter((tx) => tx.leaseOwner !== null));
   else rt.wake();
 }
 
@@ -196,9 +196,15 @@ async function insertBatch(rt: Runtime, groups: Waiting[][]): Promise<Intaken[][
     const taking = group.filter((w) => w.accepted.takesNonce).length;
     return { id: relayer.id, taking, ...Object.fromEntries(CHECKED.map((f) => [`is_${f}`, checkParam(f, relayer[f])])) };
   });
+  const held = new Map<string, Held>();
+  for (const group of groups) {
+    const h = rt.families.pipeline(group[0].type)?.heldFrom?.(rt, group[0].relayer);
+    if (h) held.set(group[0].relayer.id, h);
+  }
   const written = await insertTransactions(rt, rows, {
     relayers: groups.map((group) => group[0].relayer),
     leaseOwner: rt.handOff ? rt.instanceId : null,
+    held,
     guard: { sql: GUARD, params: [recordsetJson(checks)] },
   });
   if (written.length === rows.length) {

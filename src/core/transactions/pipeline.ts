@@ -2,7 +2,7 @@ import type { Prisma, Relayer, Transaction, TransactionStatus } from '../../gene
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../../chains/list.js';
 import type { ShapeOf } from './shapes.js';
-import type { NewTransaction, TransactionPatch } from './store.js';
+import type { Held, NewTransaction, TransactionPatch } from './store.js';
 
 /** What a chain family decides when it accepts a request: the row to write. */
 export interface Accepted {
@@ -89,4 +89,9 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
   replace?(rt: Runtime, tx: Transaction, accepted: Accepted, owner: string): Promise<Transaction>;
   /** The relayer's start-up check (signer, chain, nonce); throws with a reason to disable it. */
   checkRelayer?(rt: Runtime, relayer: Relayer): Promise<void>;
+  /**
+   * The relayer's new transactions that will wait before any work can be done on them, as this
+   * instance knows now (EVM: those the send window will hold); null when it knows of none.
+   */
+  heldFrom?(rt: Runtime, relayer: Relayer): Held | null;
 }

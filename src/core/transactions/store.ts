@@ -71,14 +71,14 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
 
 /** What the database fills in on a new row, and the id to match it by; the rest is as given (see writtenRow). */
-const FILLED = ['id', 'nonce', 'createdAt', 'updatedAt', 'dueAt', 'leaseUntil'] as const;
+const FILLED = ['id', 'nonce', 'createdAt', 'updatedAt', 'dueAt', 'leaseOwner', 'leaseUntil'] as const;
 
 /**
  * A new row as the INSERT wrote it: the fields given, the database's defaults, `filled` as it
  * returned them. Written out field by field: a spread of `r` with fields added to it cost about
  * 40 µs and 10 KB a row (each added field gave the clone a map of its own).
  */
-function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)[number]>, leaseOwner: string | null): Transaction {
+function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)[number]>): Transaction {
   return {
     id: filled.id,
     relayerId: r.relayerId,
@@ -107,7 +107,7 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
     signature: null,
     attempts: 0,
     dueAt: filled.dueAt,
-    leaseOwner,
+    leaseOwner: filled.leaseOwner,
     leaseUntil: filled.leaseUntil,
     idempotencyKey: r.idempotencyKey,
     requestDigest: r.requestDigest,
@@ -115,9 +115,21 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
 }
 
 /**
+ * New rows of a relayer that wait before any work can be done on them (the chain lets them in
+ * later): from nonce `from` on, each is due in `firstMs`, and `everyMs` later for every `per`
+ * nonces further.
+ */
+export interface Held {
+  from: bigint;
+  per: number;
+  firstMs: number;
+  everyMs: number;
+}
+
+/**
  * The INSERT of new rows: each row's nonce is offset by the `base` of its relayer's row
  * (`relayer_id`) that statement `r` returns; the rows of a relayer it returns none for are not
- * written.
+ * written. A row its relayer's Held (`hold_*`) covers is written free, due when it says.
  */
 const insertSql = (r: string) => `WITH r AS (${r})
   INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until, due_at)
@@ -125,8 +137,12 @@ const insertSql = (r: string) => `WITH r AS (${r})
     const v = f === 'nonce' ? 'x."nonce" + r.base' : DEFAULTED[f] ? `coalesce(x."${f}", ${DEFAULTED[f]})` : `x."${f}"`;
     return cast ? `${v}::${cast}` : v;
   }).join(', ')}, now(),
-    $2::text, l.until, coalesce(l.until, now())
-  FROM (SELECT CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END AS until) l, r, jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int)
+    CASE WHEN h.held THEN NULL ELSE $2::text END, CASE WHEN h.held THEN NULL ELSE l.until END,
+    CASE WHEN h.held THEN now() + (x.hold_first_ms + (x."nonce" + r.base - x.hold_from) / x.hold_per * x.hold_every_ms) * interval '1 millisecond'
+      ELSE coalesce(l.until, now()) END
+  FROM (SELECT CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END AS until) l, r,
+    jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int, hold_from bigint, hold_per bigint, hold_first_ms bigint, hold_every_ms bigint),
+    LATERAL (SELECT coalesce(x."nonce" + r.base >= x.hold_from, false) AS held) h
   WHERE r.relayer_id = x."relayerId"
   ORDER BY n
   RETURNING ${columnsAs(FILLED)}`;
@@ -141,16 +157,21 @@ const INSERT_SQL = insertSql(`SELECT DISTINCT "relayerId" AS relayer_id, 0::bigi
  * find each one leased). With `guard` (an UPDATE of the relayers that returns `relayer_id` and
  * `base` of each, its parameters numbered from $4), a relayer's rows are written only if it
  * returns its row, and their nonces are offsets from its `base`: none is written when it returns
- * none.
+ * none. With `held`, the rows a relayer's Held covers are written free instead, due as it says:
+ * worked on sooner, they would only be given back.
  */
 export async function insertTransactions(
   rt: Pick<Runtime, 'db' | 'wakeDeliveries'> & { families: FamilySpecs },
   rows: NewTransaction[],
-  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement },
+  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement; held?: Map<string, Held> },
 ): Promise<Transaction[]> {
+  const holding = (r: NewTransaction) => {
+    const h = opts.held?.get(r.relayerId);
+    return h ? { hold_from: h.from, hold_per: h.per, hold_first_ms: h.firstMs, hold_every_ms: h.everyMs } : {};
+  };
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
-    params: [recordsetJson(rows.map((r, n) => ({ n, ...r }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
+    params: [recordsetJson(rows.map((r, n) => ({ n, ...r, ...holding(r) }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
     prepare: true,
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
@@ -160,7 +181,7 @@ export async function insertTransactions(
     const byId = new Map((returned as Pick<Transaction, (typeof FILLED)[number]>[]).map((t) => [t.id, t]));
     const written = rows.flatMap((r) => {
       const filled = byId.get(r.id);
-      return filled ? [writtenRow(r, filled, opts.leaseOwner ?? null)] : [];
+      return filled ? [writtenRow(r, filled)] : [];
     });
     return {
       result: written,
@@ -216,7 +237,7 @@ const claimMinedSql = (unsigned: boolean) => {
      WHERE id = ANY(ARRAY(SELECT c.id FROM jsonb_to_recordset($1::jsonb) AS r(relayer_id text, lo bigint, hi bigint)
        CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi AND ${free}) c))
        AND ${free}
-     RETURNING ${columnsAs(CLAIMED)}`;
+     RETURNING ${unsigned ? TRANSACTION_COLUMNS : columnsAs(CLAIMED)}`;
 };
 const CLAIM_MINED = [claimMinedSql(false), claimMinedSql(true)];
 
@@ -228,7 +249,8 @@ export type NonceRange = { relayerId: string; from: bigint; below: bigint };
  * has mined past them), due or not, in one statement. Bounded below, so it reads the nonces the
  * chain just passed whatever the statistics and the dead index entries (a server without
  * autovacuum): unbounded, it read every earlier transaction of the relayer, 0.6-0.85 s at 45,000
- * of them. With `unsigned`, only rows never signed (no hash yet).
+ * of them. With `unsigned`, only rows never signed (no hash yet), read back whole: most were
+ * written free at intake, never saved by this runtime, and are narrow (nothing signed yet).
  */
 export async function claimMinedNonces(rt: Runtime, ranges: NonceRange[], unsigned = false): Promise<Transaction[]> {
   const claimed = await rt.db.read<Pick<Transaction, (typeof CLAIMED)[number]>>(
@@ -237,6 +259,10 @@ export async function claimMinedNonces(rt: Runtime, ranges: NonceRange[], unsign
     { prepare: true },
   );
   const saved = rt.held.savedRows;
+  if (unsigned) {
+    for (const c of claimed) saved.delete(c.id);
+    return claimed as Transaction[];
+  }
   const rows: Transaction[] = [];
   const unknown: string[] = [];
   for (const c of claimed) {

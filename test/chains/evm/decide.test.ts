@@ -4,6 +4,8 @@ import {
   actionOf,
   attribute,
   expireIfDue,
+  heldAtIntake,
+  heldByWindow,
   movedTo,
   newWork,
   onBroadcast,
@@ -13,8 +15,8 @@ import {
   reasonOf,
   recordSigning,
   resumeSigned,
-  searchDue,
   minedWithinMs,
+  searchDue,
   sendWindow,
   type Work,
 } from '../../../src/chains/evm/decide.js';
@@ -417,6 +419,17 @@ describe('the send window', () => {
     // 40 over 3 blocks: about 13 a block. Nonce 140 is let in by the next block, 153 by the one after, 167 by the third;
     // each is due a block after that.
     expect(ds.slice(2).map((d) => d.nextInMs)).toEqual([2_000, 3_000, 4_000]);
+  });
+
+  it('holds at intake the rows a block beyond it or more, each due when a step would have made it due', () => {
+    const window = 40; // 13 a block
+    const held = heldAtIntake(pace, 100n, window);
+    expect(held).toEqual({ from: 153n, per: 13, firstMs: 3_000, everyMs: 1_000 });
+    for (const nonce of [153, 154, 165, 166, 200, 1_000]) {
+      const w = newWork(fresh(nonce), readState({ chainState: null }));
+      expect(heldByWindow(pace, w, 100n, window)).toBe(true);
+      expect(held.firstMs + Math.floor((nonce - Number(held.from)) / held.per) * held.everyMs).toBe(w.dueInMs);
+    }
   });
 
   it('is read from the latest block only for a step with a row 16 or more ahead; none when the block cannot be read', async () => {
