@@ -25,7 +25,10 @@ interface Watch {
   seen: bigint;
   /** Steps waiting for the chain's nonce to pass theirs (untilMined). */
   waiters: { nonce: bigint; wake: () => void }[];
-  /** The send window (decide.ts) when rows wait for it: those it lets in as the chain moves are claimed too. */
+  /**
+   * The send window (decide.ts) as a step last saw it: the rows it lets in as the chain moves are
+   * claimed too, and intake writes those past it free (heldFrom).
+   */
   window?: number;
 }
 
