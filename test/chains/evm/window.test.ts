@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from '../../support/postgres.js';
-import { startTestService, type TestService } from '../../support/service.js';
-import { getTx, RECEIVER, RELAYER, waitStatus } from './support.js';
+import { DEV_ADDRESS, startTestService, type TestService } from '../../support/service.js';
+import { getTx, RECEIVER, RELAYER, rpc, waitStatus } from './support.js';
 
 // A chain whose blocks hold 4 transfers (23,100 gas each, what the relayer gives a plain transfer),
 // a block a second: 60 transfers sent at once fill 15 blocks, each raising the base fee by about a
@@ -48,8 +48,26 @@ describe.each(await databaseKinds())('a flood beyond what the chain mines in a f
     expect(later).toMatchObject({ status: 'pending', leaseOwner: null });
     expect(later.dueAt!.getTime()).toBeGreaterThan(Date.now());
 
+    // Written free, such rows are taken at once by a cancel or a replace: each is answered without
+    // waiting for the window, and goes out as changed when the window reaches it.
+    const [canceled, replaced] = sent.slice(-2);
+    const started = Date.now();
+    const cancel = await svc.request('DELETE', `/api/v1/relayers/${RELAYER}/transactions/${canceled}`);
+    expect(cancel.status).toBe(200);
+    expect(((await cancel.json()) as { data: { status: string } }).data.status).toBe('canceled');
+    const replace = await svc.request('PUT', `/api/v1/relayers/${RELAYER}/transactions/${replaced}`, { to: RECEIVER, value: 7777 });
+    expect(replace.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2_000);
+
     const txs = [];
-    for (const id of sent) txs.push(await waitStatus(svc, id, 'confirmed', 60_000));
+    for (const id of sent.filter((id) => id !== canceled)) txs.push(await waitStatus(svc, id, 'confirmed', 60_000));
+    expect(txs.find((tx) => tx.id === replaced)).toMatchObject({ value: '7777' });
+    // The canceled one's nonce still went out (a 0-value self-transfer): no nonce was skipped.
+    const nonces = (await Promise.all(sent.map((id) => getTx(svc, id)))).map((tx) => Number(tx.nonce)).sort((a, b) => a - b);
+    expect(nonces[nonces.length - 1] - nonces[0]).toBe(SENDS + LATER - 1);
+    const mined = async () => Number(await rpc(svc.anvil!.url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest']));
+    await expect.poll(mined, { timeout: 20_000 }).toBe(nonces[nonces.length - 1] + 1);
+    expect((await getTx(svc, canceled)).status).toBe('canceled');
     for (const tx of txs) {
       expect(tx.hashes).toHaveLength(1);
       expect(tx.statusReason).toBeNull();
