@@ -6,7 +6,14 @@ import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
 import { readRelayers } from '../../src/core/relayers/service.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
-import { claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS, type NewTransaction } from '../../src/core/transactions/store.js';
+import {
+  CLAIM_MINED,
+  claimMinedNonces,
+  insertTransactions,
+  saveTransactions,
+  TRANSACTION_COLUMNS,
+  type NewTransaction,
+} from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
 import { createHeld, type Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
@@ -344,6 +351,36 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const left = await claimMinedNonces(rt, [{ relayerId: 'mined', from: 40n, below: 45n }]);
     expect(left).toEqual([await db.prisma.transaction.findUniqueOrThrow({ where: { id: a.id } })]);
     expect(await claimMinedNonces(rt, [{ relayerId: 'mined', from: 40n, below: 45n }])).toEqual([]);
+  });
+
+  it('claims rows the chain mined past by a seek in the (relayer_id, nonce) index, before and after statistics are gathered', async () => {
+    await db.prisma.relayer.create({
+      data: {
+        id: 'plan',
+        name: 'plan',
+        network: 'localnet',
+        networkType: 'evm',
+        signerId: 's',
+        address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+        policies: {},
+      },
+    });
+    // A relayer's long history of final rows, and a few in flight at the nonces the chain just passed.
+    await db.query(`INSERT INTO transactions (id, relayer_id, network_type, "from", nonce, request, updated_at, status, due_at)
+      SELECT gen_random_uuid(), 'plan', 'evm', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', n, '{}', now(),
+        CASE WHEN n < 3000 THEN 'confirmed'::"TransactionStatus" ELSE 'submitted' END, CASE WHEN n < 3000 THEN NULL ELSE now() END
+      FROM generate_series(0, 3009) n`);
+    const params = [JSON.stringify([{ relayer_id: 'plan', lo: 3000, hi: 3005 }]), 'nobody', '30000'];
+    for (const analyzed of [false, true]) {
+      if (analyzed) await db.query('ANALYZE transactions');
+      for (const sql of CLAIM_MINED) {
+        const plan = (await db.read<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).map((r) => r['QUERY PLAN']).join('\n');
+        expect(plan, plan).toMatch(
+          /Index Scan using transactions_relayer_id_nonce_key on transactions[^\n]*\n\s*Index Cond: \(\(relayer_id = r\.relayer_id\) AND \(nonce >= r\.lo\) AND \(nonce < r\.hi\)\)/,
+        );
+        expect(plan, plan).not.toMatch(/Seq Scan on transactions/);
+      }
+    }
   });
 
   it('runs hand-written database transactions in batches: committed with the last batch or when done, rolled back by a throw or a failed statement', async () => {
