@@ -232,16 +232,16 @@ const BY_IDS = `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id IN (SEL
  * ranges instead, the statement took 24 ms a call on PGlite under bench/many.ts, about 10 ms this
  * way. Each range is a seek whatever the statistics say: its LIMIT (never reached, a range holds at
  * most hi - lo rows) keeps the planner from joining the ranges to a scan of the table (26 ms at
- * 200,000 rows before statistics were gathered), and the test of rows in flight is left to the
- * UPDATE, or the partial due index would match it and be scanned whole for the nonces.
+ * 200,000 rows before statistics were gathered), and the test of rows in flight (due_at set) is left
+ * to the UPDATE, or the partial due index would match it and be scanned whole for the nonces.
  */
 const claimMinedSql = (unsigned: boolean) => {
-  const free = `due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}`;
+  const unheld = `(lease_until IS NULL OR lease_until < now())${unsigned ? ' AND hash IS NULL' : ''}`;
   return `UPDATE transactions SET lease_owner = $2, lease_until = now() + ($3 || ' milliseconds')::interval
      WHERE id = ANY(ARRAY(SELECT c.id FROM jsonb_to_recordset($1::jsonb) AS r(relayer_id text, lo bigint, hi bigint)
-       CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi
+       CROSS JOIN LATERAL (SELECT id FROM transactions WHERE relayer_id = r.relayer_id AND nonce >= r.lo AND nonce < r.hi AND ${unheld}
          ORDER BY nonce LIMIT greatest(r.hi - r.lo, 0)) c))
-       AND ${free}
+       AND due_at IS NOT NULL AND ${unheld}
      RETURNING ${unsigned ? TRANSACTION_COLUMNS : columnsAs(CLAIMED)}`;
 };
 /** The claim of rows the chain mined past, and of those never signed (exported for a test of its plan). */
