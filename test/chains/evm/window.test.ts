@@ -23,7 +23,7 @@ describe.each(await databaseKinds())('a flood beyond what the chain mines in a f
     await svc?.stop();
   });
 
-  it('is signed as the chain gets near each transaction: every one confirmed with its first signing, in full blocks', async () => {
+  it('is signed as the chain gets near each transaction: every one confirmed with its first signing, in full blocks; one written free canceled or replaced at once', async () => {
     const send = (n: number, from: number) =>
       Promise.all(
         Array.from({ length: n }, async (_, i) => {
@@ -49,7 +49,7 @@ describe.each(await databaseKinds())('a flood beyond what the chain mines in a f
     expect(later.dueAt!.getTime()).toBeGreaterThan(Date.now());
 
     // Written free, such rows are taken at once by a cancel or a replace: each is answered without
-    // waiting for the window, and goes out as changed when the window reaches it.
+    // waiting for the window (more than 10 s away for the last), and goes out as changed when the window reaches it.
     const [canceled, replaced] = sent.slice(-2);
     const started = Date.now();
     const cancel = await svc.request('DELETE', `/api/v1/relayers/${RELAYER}/transactions/${canceled}`);
@@ -57,7 +57,7 @@ describe.each(await databaseKinds())('a flood beyond what the chain mines in a f
     expect(((await cancel.json()) as { data: { status: string } }).data.status).toBe('canceled');
     const replace = await svc.request('PUT', `/api/v1/relayers/${RELAYER}/transactions/${replaced}`, { to: RECEIVER, value: 7777 });
     expect(replace.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(5_000);
 
     const txs = [];
     for (const id of sent.filter((id) => id !== canceled)) txs.push(await waitStatus(svc, id, 'confirmed', 60_000));
