@@ -27,6 +27,10 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   let db: Database;
   let drop: (() => Promise<void>) | undefined;
 
+  /** A plain EVM relayer `id` of account `address`, for rows to belong to. */
+  const addRelayer = (id: string, address = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266') =>
+    db.prisma.relayer.create({ data: { id, name: id, network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
+
   beforeAll(async () => {
     if (kind === 'postgres') {
       const pg = await createTestDatabase();
@@ -35,9 +39,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     } else {
       db = await openTestPglite();
     }
-    await db.prisma.relayer.create({
-      data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },
-    });
+    await addRelayer('r');
     await db.prisma.notification.create({ data: { id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' } });
   });
   afterAll(async () => {
@@ -307,17 +309,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('claims rows the chain mined past as Prisma reads them: from its own saves where no one wrote them since, else in full', async () => {
-    await db.prisma.relayer.create({
-      data: {
-        id: 'mined',
-        name: 'mined',
-        network: 'localnet',
-        networkType: 'evm',
-        signerId: 's',
-        address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-        policies: {},
-      },
-    });
+    await addRelayer('mined', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8');
     const rows = [full(40n), full(41n), full(42n), full(43n)].map((r) => ({ ...r, relayerId: 'mined', idempotencyKey: null }));
     await insertTransactions(handle(), rows, { relayers: [{ id: 'mined', notificationId: null }], leaseOwner: 'w' });
     const leased = await db.read<Transaction>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE relayer_id = 'mined' ORDER BY nonce`);
@@ -354,17 +346,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('claims rows the chain mined past by a seek in the (relayer_id, nonce) index, before and after statistics are gathered', async () => {
-    await db.prisma.relayer.create({
-      data: {
-        id: 'plan',
-        name: 'plan',
-        network: 'localnet',
-        networkType: 'evm',
-        signerId: 's',
-        address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-        policies: {},
-      },
-    });
+    await addRelayer('plan');
     // A relayer's long history of final rows, and a few in flight at the nonces the chain just passed.
     await db.query(`INSERT INTO transactions (id, relayer_id, network_type, "from", nonce, request, updated_at, status, due_at)
       SELECT gen_random_uuid(), 'plan', 'evm', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', n, '{}', now(),
@@ -420,9 +402,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
   });
 
   it('writes a row handed over leased due when its lease ends: the claim of due rows passes over it, and a restart dropping the lease makes it due at once', async () => {
-    await db.prisma.relayer.create({
-      data: { id: 'handed', name: 'h', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xabc', policies: {} },
-    });
+    await addRelayer('handed', '0xabc');
     const [row] = await insertTransactions(handle(), [{ ...full(7n), relayerId: 'handed', idempotencyKey: null }], {
       relayers: [{ id: 'handed', notificationId: null }],
       leaseOwner: 'me',
