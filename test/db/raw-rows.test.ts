@@ -15,6 +15,7 @@ import {
   type NewTransaction,
 } from '../../src/core/transactions/store.js';
 import { createState } from '../../src/core/state.js';
+import { heldDueMs } from '../../src/core/transactions/held.js';
 import { createHeld, type Runtime } from '../../src/core/runtime.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { families } from '../support/families.js';
@@ -170,9 +171,10 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
       [204n, null],
     ]);
     expect(written.slice(2).map((t) => t.leaseUntil)).toEqual([null, null, null]);
-    // Due in 3 s, then a second later every 2 nonces further.
+    // Due in 3 s, then a second later every 2 nonces further: as the pipeline computes it (heldDueMs).
     const dueIn = written.slice(2).map((t) => Math.round((t.dueAt!.getTime() - before) / 1_000));
     expect(dueIn).toEqual([3, 3, 4]);
+    expect(dueIn).toEqual(written.slice(2).map((t) => heldDueMs(held.get('r')!, t.nonce!) / 1_000));
     for (const t of written) expect(t).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: t.id } }));
   });
 

@@ -4,7 +4,8 @@
 import type { Hex } from 'viem';
 import { canonicalJson } from '../../lib/json.js';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
-import type { Held, TransactionPatch } from '../../core/transactions/store.js';
+import { type Held, heldDueMs } from '../../core/transactions/held.js';
+import type { TransactionPatch } from '../../core/transactions/store.js';
 import type { BroadcastVerdict } from './node-errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';
@@ -542,27 +543,33 @@ export function plan(pace: Pace, w: Work, now: number, lineSince: number, latest
 }
 
 /**
- * Whether the first signing of a transaction waits for the send window (`window` transactions
- * ahead of the mined nonce `latest`; none: no window). A held row is due again about when the
- * chain, mining full blocks, would let it in; the mined-nonce watch hands it over sooner when the
- * chain gets there first.
+ * The send window's schedule, the mined nonce being `latest`: transactions `window` or more ahead
+ * of it wait, each due about when the chain, mining full blocks, would let it in (a block after
+ * the block that does).
+ */
+function windowHold(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, window: number): Held {
+  return { from: latest + BigInt(window), per: perBlock(window), firstMs: 2 * pace.blocktimeMs, everyMs: pace.blocktimeMs };
+}
+
+/**
+ * Whether the first signing of a transaction waits for the send window (none: no window), and
+ * when it is due if so. The mined-nonce watch hands a held row over sooner when the chain gets
+ * there first.
  */
 export function heldByWindow(pace: Pick<Pace, 'blocktimeMs'>, w: Work, latest: bigint, window: number | undefined): boolean {
   if (window === undefined || !beyondWindow(w.tx, w.st, latest, window)) return false;
-  const ahead = nonceOf(w) - latest - BigInt(window);
-  const blocks = Math.ceil((Number(ahead) + 1) / perBlock(window));
-  w.dueInMs = (blocks + 1) * pace.blocktimeMs;
+  w.dueInMs = heldDueMs(windowHold(pace, latest, window), nonceOf(w));
   return true;
 }
 
 /**
- * The new transactions the send window will hold, the mined nonce being `latest`: those a block's
- * worth of transfers or more beyond it (none of them can be let in while it is being written), each
- * due when heldByWindow would make it due.
+ * The new transactions the send window will hold, written free and due at intake: those a block's
+ * worth of transfers or more beyond it (none of them can be let in while it is being written), on
+ * the window's schedule.
  */
 export function heldAtIntake(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, window: number): Held {
-  const per = perBlock(window);
-  return { from: latest + BigInt(window + per), per, firstMs: 3 * pace.blocktimeMs, everyMs: pace.blocktimeMs };
+  const h = windowHold(pace, latest, window);
+  return { ...h, from: h.from + BigInt(h.per), firstMs: h.firstMs + h.everyMs };
 }
 
 /** The patch a work writes: nothing when only looked at (the row is just given back, due again). */

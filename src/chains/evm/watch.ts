@@ -1,5 +1,6 @@
 import { byNonce } from '../../core/step-runner.js';
-import { claimMinedNonces, type Held, type NonceRange } from '../../core/transactions/store.js';
+import type { Held } from '../../core/transactions/held.js';
+import { claimMinedNonces, type NonceRange } from '../../core/transactions/store.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { slot } from '../../core/state.js';
 import type { Runtime } from '../../core/runtime.js';

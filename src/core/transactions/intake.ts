@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs, recordsetJson } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import { type Held, insertTransactions } from './store.js';
+import type { Held } from './held.js';
+import { insertTransactions } from './store.js';
 import type { NetworkType } from '../registry.js';
 import type { Accepted } from './pipeline.js';
 

@@ -2,7 +2,8 @@ import type { Prisma, Relayer, Transaction, TransactionStatus } from '../../gene
 import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../../chains/list.js';
 import type { ShapeOf } from './shapes.js';
-import type { Held, NewTransaction, TransactionPatch } from './store.js';
+import type { Held } from './held.js';
+import type { NewTransaction, TransactionPatch } from './store.js';
 
 /** What a chain family decides when it accepts a request: the row to write. */
 export interface Accepted {

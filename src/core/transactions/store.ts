@@ -9,6 +9,7 @@ import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
+import type { Held } from './held.js';
 import type { Position } from '../page.js';
 import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
@@ -115,21 +116,9 @@ function writtenRow(r: NewTransaction, filled: Pick<Transaction, (typeof FILLED)
 }
 
 /**
- * New rows of a relayer that wait before any work can be done on them (the chain lets them in
- * later): from nonce `from` on, each is due in `firstMs`, and `everyMs` later for every `per`
- * nonces further.
- */
-export interface Held {
-  from: bigint;
-  per: number;
-  firstMs: number;
-  everyMs: number;
-}
-
-/**
  * The INSERT of new rows: each row's nonce is offset by the `base` of its relayer's row
  * (`relayer_id`) that statement `r` returns; the rows of a relayer it returns none for are not
- * written. A row its relayer's Held (`hold_*`) covers is written free, due when it says.
+ * written. A row its relayer's Held (`hold_*`) covers is written free, due when heldDueMs says.
  */
 const insertSql = (r: string) => `WITH r AS (${r})
   INSERT INTO transactions (${INSERTED.map(([f]) => `"${columnOf(f)}"`).join(', ')}, updated_at, lease_owner, lease_until, due_at)

@@ -26,6 +26,7 @@ import { readState, type Broadcast } from '../../../src/chains/evm/state.js';
 import { evmSteps } from '../../../src/chains/evm/steps.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
 import { createState } from '../../../src/core/state.js';
+import { heldDueMs } from '../../../src/core/transactions/held.js';
 import { ExpiringMap } from '../../../src/lib/expiring.js';
 
 const pace = { blocktimeMs: 1_000, requiredConfirmations: 1 };
@@ -428,7 +429,7 @@ describe('the send window', () => {
     for (const nonce of [153, 154, 165, 166, 200, 1_000]) {
       const w = newWork(fresh(nonce), readState({ chainState: null }));
       expect(heldByWindow(pace, w, 100n, window)).toBe(true);
-      expect(held.firstMs + Math.floor((nonce - Number(held.from)) / held.per) * held.everyMs).toBe(w.dueInMs);
+      expect(heldDueMs(held, BigInt(nonce))).toBe(w.dueInMs);
     }
   });
 
