@@ -60,13 +60,21 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
   ['maxPriorityFeePerGas', 'text'],
   ['speed', 'text', '"Speed"'],
   ['validUntil', 'text', 'timestamp(3)'],
-  ['request', 'jsonb'],
+  ['request', 'text', 'json'],
   ['idempotencyKey', 'text'],
   ['requestDigest', 'text'],
   ['status', 'text', '"TransactionStatus"'],
   ['statusReason', 'text'],
-  ['chainState', 'jsonb'],
+  ['chainState', 'text', 'json'],
 ];
+
+/**
+ * The json columns (request, chain_state, signature): written and read whole, they travel in a
+ * recordset as their JSON text, which the column only validates (see migration
+ * 20261204224823_opaque_json). Nested in the recordset instead, jsonb parsed them into a tree.
+ */
+const jsonText = (v: unknown) => (v === null || v === undefined ? v : JSON.stringify(v));
+const toJson = (v: string) => `${v}::json`;
 
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
@@ -160,7 +168,12 @@ export async function insertTransactions(
   };
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
-    params: [recordsetJson(rows.map((r, n) => ({ n, ...r, ...holding(r) }))), opts.leaseOwner ?? null, String(LEASE_MS), ...(opts.guard?.params ?? [])],
+    params: [
+      recordsetJson(rows.map((r, n) => ({ n, ...r, request: jsonText(r.request), chainState: jsonText(r.chainState), ...holding(r) }))),
+      opts.leaseOwner ?? null,
+      String(LEASE_MS),
+      ...(opts.guard?.params ?? []),
+    ],
     prepare: true,
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
@@ -374,8 +387,8 @@ const PATCHABLE: Record<keyof TransactionPatch, [type: string, write?: (v: strin
   gasPrice: ['text'],
   maxFeePerGas: ['text'],
   maxPriorityFeePerGas: ['text'],
-  chainState: ['jsonb'],
-  signature: ['jsonb'],
+  chainState: ['text', toJson],
+  signature: ['text', toJson],
   attempts: ['int'],
   dueAt: ['text', (v) => `${v}::timestamp(3)`],
   to: ['text'],
@@ -383,7 +396,7 @@ const PATCHABLE: Record<keyof TransactionPatch, [type: string, write?: (v: strin
   data: ['text'],
   speed: ['text', (v) => `${v}::"Speed"`],
   validUntil: ['text', (v) => `${v}::timestamp(3)`],
-  request: ['jsonb'],
+  request: ['text', toJson],
 };
 
 /** The UPDATE of saveTransactions for one set of changed fields (a handful of sets occur). */
@@ -480,7 +493,7 @@ async function saveNow(rt: Runtime, owner: string, changes: TransactionChange[])
     lease_until_was: change.before.leaseUntil,
     release: change.release,
     updated_at: now,
-    ...Object.fromEntries(fields.map((f) => [f, after[f]])),
+    ...Object.fromEntries(fields.map((f) => [f, PATCHABLE[f][1] === toJson ? jsonText(after[f]) : after[f]])),
   }));
   const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner], prepare: true };
   // Without a change of status there is nothing to report, and without a notification no one to
