@@ -1,28 +1,43 @@
 // The database's cost of writing relayed transactions, on its own: each transaction is inserted and
-// then saved three times (sent, submitted and due again, confirmed and final), in statements of 100
-// rows shaped as the intake's and the step's (a JSON recordset joined to the table). Run on PGlite
-// (in memory, migrated as the service migrates it) in three index layouts, in turn within each round:
-//   migrated   the indexes as migrated
-//   in-flight  plus the partial index of rows in flight on (relayer_id, nonce), as before migration
-//              20261204200000_drop_in_flight_index
+// then saved three times (sent, submitted and due again, confirmed and final), in statements of
+// --rows rows shaped as the intake's and the step's (a JSON recordset joined to the table), with a
+// signed EVM transfer's request, chain state and signature. Each layout runs on a new database,
+// migrated as the service migrates it, in turn within each round:
+//   migrated   as migrated: request, chain_state and signature are json, and travel in the
+//              recordset as their JSON text
+//   jsonb      those three jsonb, nested in the recordset, as before migration 20261204224823_opaque_json
+//   in-flight  as migrated, plus the partial index of rows in flight on (relayer_id, nonce), as
+//              before migration 20261204200000_drop_in_flight_index
 //   full       that, and the idempotency key's and the due index over every row, the due index on
 //              due_at alone, as before migration 20261127000000_partial_indexes
-// Prints the process's CPU time (both threads) a transaction for each, and each one's ratio to
-// migrated per round.
+// Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
+// processes and this one's), and each one's ratio to migrated per round.
 //
-//   npx tsx bench/writes.ts [--count 10000] [--pairs 3]
+//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,jsonb,in-flight,full]
+//                           [--postgres <server url>: on PostgreSQL, a new database each run]
 
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
+import { postgresCpuMs } from './chain.js';
+import { createBenchDatabase } from './reads.js';
 import { median, spread } from './stats.js';
 
-const { values: args } = parseArgs({ options: { count: { type: 'string', default: '10000' }, pairs: { type: 'string', default: '3' } } });
+const { values: args } = parseArgs({
+  options: {
+    count: { type: 'string', default: '10000' },
+    rows: { type: 'string', default: '100' },
+    pairs: { type: 'string', default: '3' },
+    layouts: { type: 'string', default: 'migrated,jsonb,in-flight,full' },
+    postgres: { type: 'string' },
+  },
+});
 const N = Number(args.count);
-const ROWS = 100;
+const ROWS = Number(args.rows);
 
 const IN_FLIGHT = `CREATE INDEX "transactions_in_flight_idx" ON "transactions" ("relayer_id", "nonce") WHERE "due_at" IS NOT NULL`;
 const LAYOUTS = {
   migrated: [],
+  jsonb: ['ALTER TABLE transactions ALTER COLUMN request TYPE jsonb, ALTER COLUMN chain_state TYPE jsonb, ALTER COLUMN signature TYPE jsonb'],
   'in-flight': [IN_FLIGHT],
   full: [
     IN_FLIGHT,
@@ -33,54 +48,94 @@ const LAYOUTS = {
   ],
 };
 type Layout = keyof typeof LAYOUTS;
+const layouts = args.layouts.split(',') as Layout[];
+for (const l of layouts) if (!(l in LAYOUTS)) throw new Error(`unknown layout ${l}`);
 
-const REQUEST = JSON.stringify({ to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', value: '1000000000000000', data: '0x', speed: 'fast', gas_limit: 21000 });
 const hashOf = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
-/** A chain state of the size the EVM family writes: the signed bytes and one broadcast. */
-const chainState = (n: number) => ({
+const REQUEST = {
+  to: '0x000000000000000000000000000000000000dEaD',
+  data: null,
+  speed: 'fast',
+  value: '15',
+  gasLimit: '23100',
+  validUntil: new Date().toISOString(),
+};
+const SIGNATURE = { r: hashOf(1), s: hashOf(2), v: 0, sig: `${hashOf(3)}1b` };
+/** A chain state of the size the EVM family writes: the signed bytes, one broadcast and, once mined, the receipt. */
+const chainState = (n: number, mined: boolean) => ({
   goal: 'payload',
-  phase: 'broadcast',
+  phase: mined ? 'done' : 'broadcast',
   raw: `0x02f8${'ab'.repeat(110)}`,
-  broadcasts: [{ kind: 'payload', hash: hashOf(n), maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }],
+  version: 0,
+  broadcasts: [
+    {
+      kind: 'payload',
+      hash: hashOf(n),
+      nonce: String(n),
+      version: 0,
+      gasLimit: '23100',
+      fees: { maxFeePerGas: '1750000001', maxPriorityFeePerGas: '1' },
+      signedAt: new Date().toISOString(),
+    },
+  ],
   acceptedAt: new Date().toISOString(),
+  payloadOut: true,
+  ...(mined ? { mined: { hash: hashOf(n), blockNumber: '6', blockHash: hashOf(n + 1), success: true }, public: { block_number: 6, gas_used: '21000' } } : {}),
 });
 
-const INSERT = `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
-  SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '1000', x.n, 21000, 'fast', $2::jsonb, now(), 'bench', now() + interval '30 seconds'
-  FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint)`;
-const save = (status: string, due: string) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus", chain_state = v.chain_state,
-    hash = v.hash, due_at = ${due}, updated_at = now()
-  FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state jsonb, hash text)
-  WHERE t.id = v.id AND t.lease_owner = 'bench'`;
-const SAVES = [save('sent', 'now()'), save('submitted', "now() + interval '5 seconds'"), save('confirmed', 'NULL')];
+/** The statements of a layout: jsonb takes the three values nested in the recordset, json their text. */
+function statements(layout: Layout) {
+  const [type, cast] = layout === 'jsonb' ? ['jsonb', ''] : ['text', '::json'];
+  const save = (status: string, due: string, signed: boolean) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus",
+      chain_state = v.chain_state${cast}, ${signed ? `signature = v.signature${cast}, ` : ''}hash = v.hash, due_at = ${due}, updated_at = now()
+    FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state ${type}, signature ${type}, hash text)
+    WHERE t.id = v.id AND t.lease_owner = 'bench'`;
+  return {
+    encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
+    insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
+      SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '15', x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})`,
+    saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
+  };
+}
 
 /** CPU µs a transaction for N transactions written in one layout, on a new database. */
 async function run(layout: Layout): Promise<number> {
-  const db = await openDatabase({ inMemory: true });
+  const created = args.postgres ? await createBenchDatabase(args.postgres) : undefined;
+  const db = await openDatabase(created ? { databaseUrl: created.url } : { inMemory: true });
   try {
     for (const sql of LAYOUTS[layout]) await db.query(sql);
     await db.query(`INSERT INTO relayers (id, name, network, network_type, address, signer_id, next_nonce, updated_at)
       VALUES ('bench', 'bench', 'localnet', 'evm', '0xabc', 'dev', 0, now())`);
-    // The statements' parameters are built before the clock starts: only the database's work is timed.
+    const s = statements(layout);
+    // Everything but encoding the values as the service does is done before the clock starts.
     const batches = [];
     for (let nonce = 0; nonce < N; nonce += ROWS) {
       const rows = Array.from({ length: ROWS }, (_, i) => ({ id: crypto.randomUUID(), n: nonce + i }));
-      const saved = rows.map((r) => ({ id: r.id, chain_state: chainState(r.n), hash: hashOf(r.n) }));
-      batches.push({ rows: JSON.stringify(rows), saved: JSON.stringify(saved) });
+      const signed = rows.map((r) => ({ id: r.id, hash: hashOf(r.n), chain_state: chainState(r.n, false), signature: SIGNATURE }));
+      const mined = rows.map((r) => ({ id: r.id, hash: hashOf(r.n), chain_state: chainState(r.n, true) }));
+      batches.push({ rows, signed, mined });
     }
-    const started = process.cpuUsage();
-    for (const { rows, saved } of batches) {
-      await db.query(INSERT, [rows, REQUEST]);
-      for (const sql of SAVES) await db.query(sql, [saved]);
+    const cpu = () => {
+      const own = process.cpuUsage();
+      return own.user + own.system + (postgresCpuMs(created?.url) ?? 0) * 1000;
+    };
+    const started = cpu();
+    for (const { rows, signed, mined } of batches) {
+      await db.query(s.insert, [JSON.stringify(rows.map((r) => ({ ...r, request: s.encode(REQUEST) })))]);
+      const [sent, submitted, confirmed] = s.saves;
+      const encoded = JSON.stringify(signed.map((r) => ({ ...r, chain_state: s.encode(r.chain_state), signature: s.encode(r.signature) })));
+      await db.query(sent, [encoded]);
+      await db.query(submitted, [encoded]);
+      await db.query(confirmed, [JSON.stringify(mined.map((r) => ({ ...r, chain_state: s.encode(r.chain_state) })))]);
     }
-    const used = process.cpuUsage(started);
-    return (used.user + used.system) / N;
+    return (cpu() - started) / N;
   } finally {
     await db.close();
+    await created?.drop();
   }
 }
 
-const layouts = Object.keys(LAYOUTS) as Layout[];
 const figures = Object.fromEntries(layouts.map((l) => [l, [] as number[]])) as Record<Layout, number[]>;
 for (let p = 0; p < Number(args.pairs); p++) {
   // Each round starts with another layout, so a machine that speeds up or slows down weighs on all alike.
@@ -90,11 +145,12 @@ for (let p = 0; p < Number(args.pairs); p++) {
   }
   console.log(`  round ${p + 1}: ${layouts.map((l) => `${l} ${figures[l][p].toFixed(0)} µs`).join(', ')} a transaction`);
 }
-const ratio = (l: Layout) => figures[l].map((x, i) => x / figures.migrated[i]);
+const ratio = (l: Layout) => figures[l].map((x, i) => x / figures[layouts[0]][i]);
 console.log(
-  `transaction writes (insert and three saves, ${N} transactions, PGlite), CPU a transaction: ${layouts.map((l) => `${l} ${median(figures[l]).toFixed(0)} µs`).join(', ')}; ` +
+  `transaction writes (insert and three saves, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
+    `${layouts.map((l) => `${l} ${median(figures[l]).toFixed(0)} µs`).join(', ')}; ` +
     layouts
       .slice(1)
-      .map((l) => `${l} / migrated ${median(ratio(l)).toFixed(2)} (rounds ${spread(ratio(l))})`)
+      .map((l) => `${l} / ${layouts[0]} ${median(ratio(l)).toFixed(2)} (rounds ${spread(ratio(l))})`)
       .join(', '),
 );
