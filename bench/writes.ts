@@ -4,7 +4,8 @@
 // signed EVM transfer's request, chain state and signature. Each layout runs on a new database,
 // migrated as the service migrates it, in turn within each round:
 //   migrated   as migrated: request, chain_state and signature are json, and travel in the
-//              recordset as their JSON text
+//              recordset as their JSON text; the insert lets its foreign-key lookups be cached
+//   uncached   as migrated, but each row's foreign-key lookup planned again (as before CACHED_LOOKUPS)
 //   jsonb      those three jsonb, nested in the recordset, as before migration 20261204224823_opaque_json
 //   in-flight  as migrated, plus the partial index of rows in flight on (relayer_id, nonce), as
 //              before migration 20261204200000_drop_in_flight_index
@@ -13,11 +14,12 @@
 // Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
 // processes and this one's), and each one's ratio to migrated per round.
 //
-//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,jsonb,in-flight,full]
+//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,jsonb,in-flight,full]
 //                           [--postgres <server url>: on PostgreSQL, a new database each run]
 
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
+import { CACHED_LOOKUPS } from '../src/db/plans.js';
 import { postgresCpuMs } from './chain.js';
 import { createBenchDatabase } from './reads.js';
 import { median, spread } from './stats.js';
@@ -27,7 +29,7 @@ const { values: args } = parseArgs({
     count: { type: 'string', default: '10000' },
     rows: { type: 'string', default: '100' },
     pairs: { type: 'string', default: '3' },
-    layouts: { type: 'string', default: 'migrated,jsonb,in-flight,full' },
+    layouts: { type: 'string', default: 'migrated,uncached,jsonb,in-flight,full' },
     postgres: { type: 'string' },
   },
 });
@@ -37,6 +39,7 @@ const ROWS = Number(args.rows);
 const IN_FLIGHT = `CREATE INDEX "transactions_in_flight_idx" ON "transactions" ("relayer_id", "nonce") WHERE "due_at" IS NOT NULL`;
 const LAYOUTS = {
   migrated: [],
+  uncached: [],
   jsonb: ['ALTER TABLE transactions ALTER COLUMN request TYPE jsonb, ALTER COLUMN chain_state TYPE jsonb, ALTER COLUMN signature TYPE jsonb'],
   'in-flight': [IN_FLIGHT],
   full: [
@@ -94,7 +97,7 @@ function statements(layout: Layout) {
     encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
     insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
       SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '15', x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
-      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})`,
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})${layout === 'uncached' ? '' : `, ${CACHED_LOOKUPS}`}`,
     saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
   };
 }

@@ -10,6 +10,7 @@ import { type Commit, openThreadedPGlite, type Statement, type ThreadedPGlite } 
 export type { Commit, Statement };
 import { applyMigrations } from './schema-engine.js';
 import { listen } from './notify.js';
+import { PLAN_CACHE_MODE } from './plans.js';
 
 export type Db = PrismaClient;
 export type DbKind = 'pglite' | 'postgres';
@@ -49,14 +50,6 @@ export interface ReadOptions {
   /** A named statement, parsed once per connection (see PLAN_CACHE_MODE). Only for SQL whose text is a constant. */
   prepare?: boolean;
 }
-
-/**
- * Named statements are parsed once but planned at every run, against the tables as they are then.
- * A plan cached while a table was small (a new database) scans the whole table, and stays cached
- * until statistics are next gathered (never, on a server without autovacuum; up to ten minutes of
- * load on PGlite): the batch save planned so took 32 ms at 100,000 rows instead of 0.6.
- */
-const PLAN_CACHE_MODE = 'force_custom_plan';
 
 /** Prepared statements per process (per connection on PGlite) at most; past it, SQL runs unnamed (a bound, should a caller build texts). */
 const MAX_PREPARED = 64;

@@ -229,6 +229,16 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(new Set(modes.map(([r]) => r.plan_cache_mode))).toEqual(new Set(['force_custom_plan']));
   });
 
+  it("caches the foreign-key lookups of an insert's rows for its own database transaction only", async () => {
+    const [tx] = await insertTransactions(handle(), [{ ...full(10n), idempotencyKey: null }], { relayers: [{ id: 'r', notificationId: 'hook' }] });
+    const deliveries = transactionUpdates(families, [{ relayer: { id: 'r', notificationId: 'hook' }, transaction: tx }]);
+    const [, [inside]] = await db.transaction((t) => t.run([deliveries!, { sql: 'SHOW plan_cache_mode', params: [] }]));
+    expect(inside).toEqual({ plan_cache_mode: 'auto' });
+    const modes = await Promise.all(Array.from({ length: 12 }, () => db.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')));
+    expect(new Set(modes.map(([r]) => r.plan_cache_mode))).toEqual(new Set(['force_custom_plan']));
+    expect(await db.prisma.delivery.count({ where: { transactionId: tx.id } })).toBe(2);
+  });
+
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;

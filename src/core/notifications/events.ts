@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Commit, Statement } from '../../db/client.js';
+import { CACHED_LOOKUPS } from '../../db/plans.js';
 import type { Runtime } from '../runtime.js';
 import type { FamilySpecs } from '../registry.js';
 import { transactionRecord } from '../transactions/record.js';
@@ -89,7 +90,8 @@ export function transactionUpdates(
   return {
     sql: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
        SELECT id, "notificationId", "relayerId", "transactionId", event, body
-       FROM jsonb_to_recordset($1::jsonb) AS x(id text, "notificationId" text, "relayerId" text, "transactionId" text, event text, body text, n int)
+       FROM jsonb_to_recordset($1::jsonb) AS x(id text, "notificationId" text, "relayerId" text, "transactionId" text, event text, body text, n int),
+         ${CACHED_LOOKUPS}
        ORDER BY n`,
     params: [JSON.stringify(data)],
   };

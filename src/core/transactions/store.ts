@@ -7,6 +7,7 @@
 // (Database.read), which also skips Prisma's conversion of raw rows.
 import type { Statement } from '../../db/client.js';
 import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
+import { CACHED_LOOKUPS } from '../../db/plans.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
 import type { Held } from './held.js';
@@ -139,7 +140,7 @@ const insertSql = (r: string) => `WITH r AS (${r})
       ELSE coalesce(l.until, now()) END
   FROM (SELECT CASE WHEN $2::text IS NULL THEN NULL ELSE now() + ($3 || ' milliseconds')::interval END AS until) l, r,
     jsonb_to_recordset($1::jsonb) AS x(${INSERTED.map(([f, type]) => `"${f}" ${type}`).join(', ')}, n int, hold_from bigint, hold_per bigint, hold_first_ms bigint, hold_every_ms bigint),
-    LATERAL (SELECT coalesce(x."nonce" + r.base >= x.hold_from, false) AS held) h
+    LATERAL (SELECT coalesce(x."nonce" + r.base >= x.hold_from, false) AS held) h, ${CACHED_LOOKUPS}
   WHERE r.relayer_id = x."relayerId"
   ORDER BY n
   RETURNING ${columnsAs(FILLED)}`;
