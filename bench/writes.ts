@@ -11,11 +11,15 @@
 //              before migration 20261204200000_drop_in_flight_index
 //   full       that, and the idempotency key's and the due index over every row, the due index on
 //              due_at alone, as before migration 20261127000000_partial_indexes
+// With --deliveries N, each transaction also queues N webhook deliveries (three foreign keys a row),
+// in statements shaped as the service's after its saves.
 // Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
 // processes and this one's), and each one's ratio to migrated per round.
 //
 //   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,jsonb,in-flight,full]
-//                           [--postgres <server url>: on PostgreSQL, a new database each run]
+//                           [--deliveries 0] [--postgres <server url>: on PostgreSQL, a new database each run]
+// bench/instructions.ts runs it against a PostgreSQL server of its own under callgrind, for the
+// server's instructions instead.
 
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
@@ -30,11 +34,13 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '100' },
     pairs: { type: 'string', default: '3' },
     layouts: { type: 'string', default: 'migrated,uncached,jsonb,in-flight,full' },
+    deliveries: { type: 'string', default: '0' },
     postgres: { type: 'string' },
   },
 });
 const N = Number(args.count);
 const ROWS = Number(args.rows);
+const DELIVERIES = Number(args.deliveries);
 
 const IN_FLIGHT = `CREATE INDEX "transactions_in_flight_idx" ON "transactions" ("relayer_id", "nonce") WHERE "due_at" IS NOT NULL`;
 const LAYOUTS = {
@@ -63,6 +69,8 @@ const REQUEST = {
   gasLimit: '23100',
   validUntil: new Date().toISOString(),
 };
+/** A transaction_update delivery's body is the transaction's record, about 900 bytes. */
+const DELIVERY_BODY = JSON.stringify({ payload_type: 'transaction', record: 'x'.repeat(850) });
 const SIGNATURE = { r: hashOf(1), s: hashOf(2), v: 0, sig: `${hashOf(3)}1b` };
 /** A chain state of the size the EVM family writes: the signed bytes, one broadcast and, once mined, the receipt. */
 const chainState = (n: number, mined: boolean) => ({
@@ -89,6 +97,7 @@ const chainState = (n: number, mined: boolean) => ({
 /** The statements of a layout: jsonb takes the three values nested in the recordset, json their text. */
 function statements(layout: Layout) {
   const [type, cast] = layout === 'jsonb' ? ['jsonb', ''] : ['text', '::json'];
+  const lookups = layout === 'uncached' ? '' : `, ${CACHED_LOOKUPS}`;
   const save = (status: string, due: string, signed: boolean) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus",
       chain_state = v.chain_state${cast}, ${signed ? `signature = v.signature${cast}, ` : ''}hash = v.hash, due_at = ${due}, updated_at = now()
     FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state ${type}, signature ${type}, hash text)
@@ -97,8 +106,11 @@ function statements(layout: Layout) {
     encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
     insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
       SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '15', x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
-      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})${layout === 'uncached' ? '' : `, ${CACHED_LOOKUPS}`}`,
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})${lookups}`,
     saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
+    deliveries: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
+      SELECT x.id, 'hook', 'bench', x.tx, 'transaction_update', x.body
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, tx text, body text)${lookups}`,
   };
 }
 
@@ -110,6 +122,7 @@ async function run(layout: Layout): Promise<number> {
     for (const sql of LAYOUTS[layout]) await db.query(sql);
     await db.query(`INSERT INTO relayers (id, name, network, network_type, address, signer_id, next_nonce, updated_at)
       VALUES ('bench', 'bench', 'localnet', 'evm', '0xabc', 'dev', 0, now())`);
+    await db.query(`INSERT INTO notifications (id, type, url, updated_at) VALUES ('hook', 'webhook', 'http://127.0.0.1:9/', now())`);
     const s = statements(layout);
     // Everything but encoding the values as the service does is done before the clock starts.
     const batches = [];
@@ -131,6 +144,9 @@ async function run(layout: Layout): Promise<number> {
       await db.query(sent, [encoded]);
       await db.query(submitted, [encoded]);
       await db.query(confirmed, [JSON.stringify(mined.map((r) => ({ ...r, chain_state: s.encode(r.chain_state) })))]);
+      for (let d = 0; d < DELIVERIES; d++) {
+        await db.query(s.deliveries, [JSON.stringify(rows.map((r) => ({ id: crypto.randomUUID(), tx: r.id, body: DELIVERY_BODY })))]);
+      }
     }
     return (cpu() - started) / N;
   } finally {
@@ -150,7 +166,7 @@ for (let p = 0; p < Number(args.pairs); p++) {
 }
 const ratio = (l: Layout) => figures[l].map((x, i) => x / figures[layouts[0]][i]);
 console.log(
-  `transaction writes (insert and three saves, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
+  `transaction writes (insert and three saves${DELIVERIES ? `, ${DELIVERIES} deliveries` : ''}, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
     `${layouts.map((l) => `${l} ${median(figures[l]).toFixed(0)} µs`).join(', ')}; ` +
     layouts
       .slice(1)
