@@ -71,11 +71,8 @@ try {
   }
   let seen = counted(new Set()).seen;
   const write = (layout: string, count: number) => {
-    execFileSync(
-      'npx',
-      ['tsx', 'bench/writes.ts', '--count', String(count), '--rows', String(ROWS), '--pairs', '1', '--layouts', layout, '--deliveries', args.deliveries, '--postgres', url],
-      { cwd: ROOT, stdio: 'ignore' },
-    );
+    const options = { count: String(count), rows: String(ROWS), pairs: '1', layouts: layout, deliveries: args.deliveries, postgres: url };
+    execFileSync('npx', ['tsx', 'bench/writes.ts', ...Object.entries(options).flatMap(([k, v]) => [`--${k}`, v])], { cwd: ROOT, stdio: 'ignore' });
     // A backend writes its counts when it exits, just after its client disconnects.
     execFileSync('sleep', ['2']);
     const c = counted(seen);
