@@ -1,6 +1,6 @@
 // The PostgreSQL server's instructions a transaction written, counted by callgrind: on a machine
 // whose speed drifts by 20% in a minute, CPU time cannot tell changes of a few percent apart;
-// instruction counts repeat within about 2%. Starts a PostgreSQL server of its own (initdb in a
+// instruction counts of one layout spread by about 6% across runs, whatever else runs. Starts a PostgreSQL server of its own (initdb in a
 // temporary directory, autovacuum off) under `valgrind --tool=callgrind`, runs bench/writes.ts
 // against it for each layout at --rows and at three times as many transactions, and takes the
 // difference of the two runs' instructions (every server process started meanwhile), so the
