@@ -7,7 +7,7 @@
 // migrations and connections count for nothing. Needs valgrind and PostgreSQL's initdb and
 // postgres on the PATH; as root, the server runs as the user postgres.
 //
-//   npx tsx bench/instructions.ts [--rows 620] [--layouts migrated,uncached] [--deliveries 0]
+//   npx tsx bench/instructions.ts [--rows 620] [--layouts migrated,uncached] [--data 0] [--deliveries 0]
 
 import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -22,6 +22,7 @@ const { values: args } = parseArgs({
   options: {
     rows: { type: 'string', default: '620' },
     layouts: { type: 'string', default: 'migrated,uncached' },
+    data: { type: 'string', default: '0' },
     deliveries: { type: 'string', default: '0' },
   },
 });
@@ -71,7 +72,7 @@ try {
   }
   let seen = counted(new Set()).seen;
   const write = (layout: string, count: number) => {
-    const options = { count: String(count), rows: String(ROWS), pairs: '1', layouts: layout, deliveries: args.deliveries, postgres: url };
+    const options = { count: String(count), rows: String(ROWS), pairs: '1', layouts: layout, data: args.data, deliveries: args.deliveries, postgres: url };
     execFileSync('npx', ['tsx', 'bench/writes.ts', ...Object.entries(options).flatMap(([k, v]) => [`--${k}`, v])], { cwd: ROOT, stdio: 'ignore' });
     // A backend writes its counts when it exits, just after its client disconnects.
     execFileSync('sleep', ['2']);
@@ -91,7 +92,7 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const [first, ...rest] = figures.keys();
   console.log(
-    `server instructions a transaction written (insert and three saves${Number(args.deliveries) ? `, ${args.deliveries} deliveries` : ''}, statements of ${ROWS}): ` +
+    `server instructions a transaction written (insert and three saves${Number(args.data) ? `, ${args.data} bytes of calldata` : ''}${Number(args.deliveries) ? `, ${args.deliveries} deliveries` : ''}, statements of ${ROWS}): ` +
       [...figures].map(([l, v]) => `${l} ${v.map((x) => (x / 1000).toFixed(1)).join(', ')}k`).join('; ') +
       rest.map((l) => `; ${l} / ${first} ${(mean(figures.get(l)!) / mean(figures.get(first)!)).toFixed(2)}`).join(''),
   );

@@ -6,21 +6,24 @@
 //   migrated   as migrated: request, chain_state and signature are json, and travel in the
 //              recordset as their JSON text; the insert lets its foreign-key lookups be cached
 //   uncached   as migrated, but each row's foreign-key lookup planned again (as before CACHED_LOOKUPS)
+//   compressed as migrated, but rows past about 2 KB compressed, as before migration 20261205011000_rows_inline
 //   jsonb      those three jsonb, nested in the recordset, as before migration 20261204224823_opaque_json
 //   in-flight  as migrated, plus the partial index of rows in flight on (relayer_id, nonce), as
 //              before migration 20261204200000_drop_in_flight_index
 //   full       that, and the idempotency key's and the due index over every row, the due index on
 //              due_at alone, as before migration 20261127000000_partial_indexes
+// With --data N, each transaction calls a contract with N bytes of calldata (68: an ERC-20 transfer).
 // With --deliveries N, each transaction also queues N webhook deliveries (three foreign keys a row),
 // in statements shaped as the service's after its saves.
 // Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
 // processes and this one's), and each one's ratio to migrated per round.
 //
 //   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,jsonb,in-flight,full]
-//                           [--deliveries 0] [--postgres <server url>: on PostgreSQL, a new database each run]
+//                           [--data 0] [--deliveries 0] [--postgres <server url>: on PostgreSQL, a new database each run]
 // bench/instructions.ts runs it against a PostgreSQL server of its own under callgrind, for the
 // server's instructions instead.
 
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
 import { CACHED_LOOKUPS } from '../src/db/plans.js';
@@ -34,6 +37,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '100' },
     pairs: { type: 'string', default: '3' },
     layouts: { type: 'string', default: 'migrated,uncached,jsonb,in-flight,full' },
+    data: { type: 'string', default: '0' },
     deliveries: { type: 'string', default: '0' },
     postgres: { type: 'string' },
   },
@@ -46,6 +50,7 @@ const IN_FLIGHT = `CREATE INDEX "transactions_in_flight_idx" ON "transactions" (
 const LAYOUTS = {
   migrated: [],
   uncached: [],
+  compressed: ['ALTER TABLE transactions RESET (toast_tuple_target)'],
   jsonb: ['ALTER TABLE transactions ALTER COLUMN request TYPE jsonb, ALTER COLUMN chain_state TYPE jsonb, ALTER COLUMN signature TYPE jsonb'],
   'in-flight': [IN_FLIGHT],
   full: [
@@ -60,10 +65,12 @@ type Layout = keyof typeof LAYOUTS;
 const layouts = args.layouts.split(',') as Layout[];
 for (const l of layouts) if (!(l in LAYOUTS)) throw new Error(`unknown layout ${l}`);
 
-const hashOf = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+/** Hex of n random bytes: hashes, keys and calldata compress as little as real ones. */
+const hex = (n: number) => randomBytes(n).toString('hex');
+const DATA = Number(args.data) ? `0x${hex(Number(args.data))}` : null;
 const REQUEST = {
   to: '0x000000000000000000000000000000000000dEaD',
-  data: null,
+  data: DATA,
   speed: 'fast',
   value: '15',
   gasLimit: '23100',
@@ -71,17 +78,17 @@ const REQUEST = {
 };
 /** A transaction_update delivery's body is the transaction's record, about 900 bytes. */
 const DELIVERY_BODY = JSON.stringify({ payload_type: 'transaction', record: 'x'.repeat(850) });
-const SIGNATURE = { r: hashOf(1), s: hashOf(2), v: 0, sig: `${hashOf(3)}1b` };
+const SIGNATURE = { r: `0x${hex(32)}`, s: `0x${hex(32)}`, v: 0, sig: `0x${hex(64)}1b` };
 /** A chain state of the size the EVM family writes: the signed bytes, one broadcast and, once mined, the receipt. */
-const chainState = (n: number, mined: boolean) => ({
+const chainState = (n: number, hash: string, mined: boolean) => ({
   goal: 'payload',
   phase: mined ? 'done' : 'broadcast',
-  raw: `0x02f8${'ab'.repeat(110)}`,
+  raw: `0x02f8${hex(110 + Number(args.data))}`,
   version: 0,
   broadcasts: [
     {
       kind: 'payload',
-      hash: hashOf(n),
+      hash,
       nonce: String(n),
       version: 0,
       gasLimit: '23100',
@@ -91,7 +98,7 @@ const chainState = (n: number, mined: boolean) => ({
   ],
   acceptedAt: new Date().toISOString(),
   payloadOut: true,
-  ...(mined ? { mined: { hash: hashOf(n), blockNumber: '6', blockHash: hashOf(n + 1), success: true }, public: { block_number: 6, gas_used: '21000' } } : {}),
+  ...(mined ? { mined: { hash, blockNumber: '6', blockHash: `0x${hex(32)}`, success: true }, public: { block_number: 6, gas_used: '21000' } } : {}),
 });
 
 /** The statements of a layout: jsonb takes the three values nested in the recordset, json their text. */
@@ -99,14 +106,14 @@ function statements(layout: Layout) {
   const [type, cast] = layout === 'jsonb' ? ['jsonb', ''] : ['text', '::json'];
   const lookups = layout === 'uncached' ? '' : `, ${CACHED_LOOKUPS}`;
   const save = (status: string, due: string, signed: boolean) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus",
-      chain_state = v.chain_state${cast}, ${signed ? `signature = v.signature${cast}, ` : ''}hash = v.hash, due_at = ${due}, updated_at = now()
+      chain_state = v.chain_state${cast}, ${signed ? `signature = v.signature${cast}, hashes = ARRAY[v.hash], ` : ''}hash = v.hash, due_at = ${due}, updated_at = now()
     FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state ${type}, signature ${type}, hash text)
     WHERE t.id = v.id AND t.lease_owner = 'bench'`;
   return {
     encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
-    insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
-      SELECT x.id, 'bench', 'evm', '0xabc', '0xdef', '15', x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
-      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, request ${type})${lookups}`,
+    insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
+      SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type})${lookups}`,
     saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
     deliveries: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
       SELECT x.id, 'hook', 'bench', x.tx, 'transaction_update', x.body
@@ -128,8 +135,9 @@ async function run(layout: Layout): Promise<number> {
     const batches = [];
     for (let nonce = 0; nonce < N; nonce += ROWS) {
       const rows = Array.from({ length: ROWS }, (_, i) => ({ id: crypto.randomUUID(), n: nonce + i }));
-      const signed = rows.map((r) => ({ id: r.id, hash: hashOf(r.n), chain_state: chainState(r.n, false), signature: SIGNATURE }));
-      const mined = rows.map((r) => ({ id: r.id, hash: hashOf(r.n), chain_state: chainState(r.n, true) }));
+      const hashes = rows.map(() => `0x${hex(32)}`);
+      const signed = rows.map((r, i) => ({ id: r.id, hash: hashes[i], chain_state: chainState(r.n, hashes[i], false), signature: SIGNATURE }));
+      const mined = rows.map((r, i) => ({ id: r.id, hash: hashes[i], chain_state: chainState(r.n, hashes[i], true) }));
       batches.push({ rows, signed, mined });
     }
     const cpu = () => {
@@ -138,7 +146,7 @@ async function run(layout: Layout): Promise<number> {
     };
     const started = cpu();
     for (const { rows, signed, mined } of batches) {
-      await db.query(s.insert, [JSON.stringify(rows.map((r) => ({ ...r, request: s.encode(REQUEST) })))]);
+      await db.query(s.insert, [JSON.stringify(rows.map((r) => ({ ...r, data: DATA, request: s.encode(REQUEST) })))]);
       const [sent, submitted, confirmed] = s.saves;
       const encoded = JSON.stringify(signed.map((r) => ({ ...r, chain_state: s.encode(r.chain_state), signature: s.encode(r.signature) })));
       await db.query(sent, [encoded]);
@@ -166,7 +174,7 @@ for (let p = 0; p < Number(args.pairs); p++) {
 }
 const ratio = (l: Layout) => figures[l].map((x, i) => x / figures[layouts[0]][i]);
 console.log(
-  `transaction writes (insert and three saves${DELIVERIES ? `, ${DELIVERIES} deliveries` : ''}, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
+  `transaction writes (insert and three saves${DATA ? `, ${args.data} bytes of calldata` : ''}${DELIVERIES ? `, ${DELIVERIES} deliveries` : ''}, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
     `${layouts.map((l) => `${l} ${median(figures[l]).toFixed(0)} µs`).join(', ')}; ` +
     layouts
       .slice(1)

@@ -239,6 +239,19 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(await db.prisma.delivery.count({ where: { transactionId: tx.id } })).toBe(2);
   });
 
+  it("keeps a contract call's row whole: no value of a row shorter than a page is compressed", async () => {
+    const data = `0x${'a9059cbb'.repeat(125)}`;
+    const [tx] = await insertTransactions(handle(), [{ ...full(11n), idempotencyKey: null, data, request: { to: full(0n).to, data } }], NO_HOOK);
+    const [row] = await db.query<Record<string, number>>(
+      `SELECT pg_column_size(t.*) AS "row", pg_column_size(data) AS data, octet_length(data) AS "dataText",
+         pg_column_size(request) AS request, octet_length(request::text) AS "requestText" FROM transactions t WHERE id = $1`,
+      [tx.id],
+    );
+    expect(row.row).toBeGreaterThan(2300);
+    expect(row.data).toBeGreaterThanOrEqual(row.dataText);
+    expect(row.request).toBeGreaterThanOrEqual(row.requestText);
+  });
+
   it('queues webhook deliveries in the order given', async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(9n), idempotencyKey: null }], NO_HOOK);
     const statuses = ['sent', 'submitted', 'mined', 'confirmed'] as const;
