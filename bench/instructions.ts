@@ -1,11 +1,12 @@
 // The PostgreSQL server's instructions a transaction written, counted by callgrind: on a machine
 // whose speed drifts by 20% in a minute, CPU time cannot tell changes of a few percent apart;
-// instruction counts of one layout spread by about 6% across runs, whatever else runs. Starts a PostgreSQL server of its own (initdb in a
-// temporary directory, autovacuum off) under `valgrind --tool=callgrind`, runs bench/writes.ts
-// against it for each layout at --rows and at three times as many transactions, and takes the
-// difference of the two runs' instructions (every server process started meanwhile), so the
-// migrations and connections count for nothing. Needs valgrind and PostgreSQL's initdb and
-// postgres on the PATH; as root, the server runs as the user postgres.
+// instruction counts of one layout spread by about 6% across runs, whatever else runs. Starts a
+// PostgreSQL server of its own (initdb in a temporary directory, autovacuum off) under
+// `valgrind --tool=callgrind`, runs bench/writes.ts against it for each layout at --rows and at
+// three times as many transactions, and takes the difference of the two runs' instructions (of
+// every server process that ended meanwhile), so migrations and connections count for nothing.
+// Needs valgrind and PostgreSQL's initdb and postgres on the PATH; as root, the server runs as the
+// user postgres.
 //
 //   npx tsx bench/instructions.ts [--rows 620] [--layouts migrated,uncached] [--data 0] [--deliveries 0]
 

@@ -18,7 +18,7 @@
 // Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
 // processes and this one's), and each one's ratio to migrated per round.
 //
-//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,jsonb,in-flight,full]
+//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,compressed,jsonb,in-flight,full]
 //                           [--data 0] [--deliveries 0] [--postgres <server url>: on PostgreSQL, a new database each run]
 // bench/instructions.ts runs it against a PostgreSQL server of its own under callgrind, for the
 // server's instructions instead.
@@ -36,7 +36,7 @@ const { values: args } = parseArgs({
     count: { type: 'string', default: '10000' },
     rows: { type: 'string', default: '100' },
     pairs: { type: 'string', default: '3' },
-    layouts: { type: 'string', default: 'migrated,uncached,jsonb,in-flight,full' },
+    layouts: { type: 'string', default: 'migrated,uncached,compressed,jsonb,in-flight,full' },
     data: { type: 'string', default: '0' },
     deliveries: { type: 'string', default: '0' },
     postgres: { type: 'string' },
