@@ -72,11 +72,11 @@ try {
     await new Promise((r) => setTimeout(r, 200));
   }
   let seen = counted(new Set()).seen;
-  const write = (layout: string, count: number) => {
+  const write = async (layout: string, count: number) => {
     const options = { count: String(count), rows: String(ROWS), pairs: '1', layouts: layout, data: args.data, deliveries: args.deliveries, postgres: url };
     execFileSync('npx', ['tsx', 'bench/writes.ts', ...Object.entries(options).flatMap(([k, v]) => [`--${k}`, v])], { cwd: ROOT, stdio: 'ignore' });
     // A backend writes its counts when it exits, just after its client disconnects.
-    execFileSync('sleep', ['2']);
+    await new Promise((r) => setTimeout(r, 2000));
     const c = counted(seen);
     seen = c.seen;
     return c.instructions;
@@ -84,8 +84,8 @@ try {
   // A layout named twice is measured twice: its spread shows how far the counts repeat.
   const figures = new Map<string, number[]>();
   for (const layout of args.layouts.split(',')) {
-    const small = write(layout, ROWS);
-    const large = write(layout, 3 * ROWS);
+    const small = await write(layout, ROWS);
+    const large = await write(layout, 3 * ROWS);
     const each = (large - small) / (2 * ROWS);
     figures.set(layout, [...(figures.get(layout) ?? []), each]);
     console.log(`  ${layout}: ${(each / 1000).toFixed(1)}k instructions a transaction`);

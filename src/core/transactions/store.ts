@@ -76,6 +76,8 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
  */
 const jsonText = (v: unknown) => (v === null || v === undefined ? v : JSON.stringify(v));
 const toJson = (v: string) => `${v}::json`;
+/** The inserted fields cast to json, as INSERTED says. */
+const INSERTED_JSON = INSERTED.filter(([, , cast]) => cast === 'json').map(([f]) => f);
 
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
@@ -170,7 +172,7 @@ export async function insertTransactions(
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
     params: [
-      recordsetJson(rows.map((r, n) => ({ n, ...r, request: jsonText(r.request), chainState: jsonText(r.chainState), ...holding(r) }))),
+      recordsetJson(rows.map((r, n) => ({ n, ...r, ...Object.fromEntries(INSERTED_JSON.map((f) => [f, jsonText(r[f])])), ...holding(r) }))),
       opts.leaseOwner ?? null,
       String(LEASE_MS),
       ...(opts.guard?.params ?? []),
