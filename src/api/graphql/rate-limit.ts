@@ -1,6 +1,5 @@
-import { collectFields, getDirective } from '@graphql-tools/utils';
-import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
-import { rateLimitDirective } from 'graphql-rate-limit-directive';
+import { collectFields, getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
+import { defaultFieldResolver, type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
 import { AppError, rateLimited } from './app-error.js';
@@ -12,19 +11,28 @@ import { AppError, rateLimited } from './app-error.js';
  */
 export const RATE_LIMITED = { rateLimit: { limit: 1, duration: 1 } } as const;
 
-export function rateLimitTransformer() {
-  // The directive only marks the fields and wraps their resolvers: the token is taken from the
-  // request's own runtime (ctx.rt.rateLimit) in the points calculator, so one schema serves every
-  // runtime in the process (tests run several) without a registry of buckets. Returning 0 points
-  // leaves the directive's own limiter unused. Root fields are paid for before execution
-  // (rateLimitPlugin); a marked field below the root (a relayer's transactions) takes a token each
-  // time it resolves, once per item of the list it is in.
-  return rateLimitDirective<Context>({
-    pointsCalculator: async (_args, _source, _fieldArgs, ctx, info) => {
-      if (!info.path.prev) return 0;
-      const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
-      if (wait > 0) throw rateLimited(wait / 1000);
-      return 0;
+/**
+ * Wraps each marked field below the root (a relayer's transactions) to take a token of the
+ * caller's budget each time it resolves, once per item of the list it is in; the token is taken
+ * from the request's own runtime (ctx.rt.rateLimit), so one schema serves every runtime in the
+ * process (tests run several). Root fields are left as they are: their tokens are taken before
+ * execution (rateLimitPlugin, operationRunner), and a wrapper there cost every send two promise
+ * turns for nothing.
+ */
+export function applyRateLimits(schema: GraphQLSchema): GraphQLSchema {
+  const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].map((t) => t?.name));
+  return mapSchema(schema, {
+    [MapperKind.OBJECT_FIELD]: (field, _name, typeName) => {
+      if (roots.has(typeName) || !getDirective(schema, field, 'rateLimit')?.length) return field;
+      const resolve = field.resolve ?? defaultFieldResolver;
+      return {
+        ...field,
+        resolve: async (source, args, ctx: Context, info) => {
+          const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
+          if (wait > 0) throw rateLimited(wait / 1000);
+          return resolve(source, args, ctx, info);
+        },
+      };
     },
   });
 }

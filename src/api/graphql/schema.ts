@@ -8,13 +8,13 @@ import { entityTypes } from './entities.js';
 import { graphqlFields } from './fields.js';
 import { notificationTypes } from './notifications.js';
 import { pluginTypes } from './plugins.js';
-import { rateLimitTransformer } from './rate-limit.js';
+import { applyRateLimits } from './rate-limit.js';
 import { relayerTypes } from './relayers.js';
 import { transactionTypes } from './transactions.js';
 
 /**
  * The executable schema for the chain families offered: Pothos types, each root field saying what
- * permission it needs, with the rate-limit directive applied last.
+ * permission it needs, with the rate limits of fields below the root applied last.
  */
 export function buildSchema(families: FamilySpecs): GraphQLSchema {
   const builder = createBuilder();
@@ -28,5 +28,5 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   pluginTypes(parts);
   const schema = builder.toSchema({ sortSchema: true });
   checkEveryRootField(schema);
-  return rateLimitTransformer().rateLimitDirectiveTransformer(schema);
+  return applyRateLimits(schema);
 }

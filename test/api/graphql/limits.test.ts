@@ -240,6 +240,29 @@ describe('aliases against the rate limit', () => {
   });
 });
 
+describe('a rate-limited field below the root', () => {
+  let svc: TestService;
+  const BURST = 20;
+  beforeAll(async () => {
+    svc = await startRestService({ env: { RATE_LIMIT_BURST_SIZE: String(BURST), RATE_LIMIT_REQUESTS_PER_SECOND: '0.01' } });
+  });
+  afterAll(() => svc?.stop());
+
+  it('takes a token each time it resolves: a list of relayers with their transactions costs one a relayer', async () => {
+    const nestedList = '{ relayers { items { id transactions(perPage: 1) { pagination { totalItems } } } } }';
+    const first = await svc.gql(nestedList);
+    expect(first.errors).toBeUndefined();
+    const relayers = first.data.relayers.items.length;
+    expect(relayers).toBeGreaterThan(1);
+    const root = rateLimitedRootFields(schema, parse(nestedList));
+    // What is left, spent one root read at a time: a token each until the bucket is empty.
+    const oneRead = '{ relayerTransactions(relayerId: "evm-relayer") { pagination { totalItems } } }';
+    let reads = 0;
+    while ((await svc.request('POST', '/graphql', { query: oneRead })).status === 200) reads++;
+    expect(reads).toBe(BURST - root - relayers);
+  });
+});
+
 describe('150 aliased sendTransaction draw 150 tokens', () => {
   let svc: TestService;
   beforeAll(async () => {
