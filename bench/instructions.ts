@@ -93,7 +93,7 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const [first, ...rest] = figures.keys();
   console.log(
-    `server instructions a transaction written (insert and three saves${Number(args.data) ? `, ${args.data} bytes of calldata` : ''}${Number(args.deliveries) ? `, ${args.deliveries} deliveries` : ''}, statements of ${ROWS}): ` +
+    `server instructions a transaction written (insert and saves${Number(args.data) ? `, ${args.data} bytes of calldata` : ''}${Number(args.deliveries) ? `, ${args.deliveries} deliveries` : ''}, statements of ${ROWS}): ` +
       [...figures].map(([l, v]) => `${l} ${v.map((x) => (x / 1000).toFixed(1)).join(', ')}k`).join('; ') +
       rest.map((l) => `; ${l} / ${first} ${(mean(figures.get(l)!) / mean(figures.get(first)!)).toFixed(2)}`).join(''),
   );

@@ -7,6 +7,10 @@
 //              recordset as their JSON text; the insert lets its foreign-key lookups be cached
 //   uncached   as migrated, but each row's foreign-key lookup planned again (as before CACHED_LOOKUPS)
 //   compressed as migrated, but rows past about 2 KB compressed, as before migration 20261205011000_rows_inline
+//   signed-insert  as migrated, but each transaction inserted signed (status sent, its chain state,
+//              signature and hash) and not saved as sent: what signing before the insert would save
+//   no-ack     as migrated, but no save as submitted: what recording the node's acceptance without
+//              a row version of its own would save
 //   jsonb      those three jsonb, nested in the recordset, as before migration 20261204224823_opaque_json
 //   in-flight  as migrated, plus the partial index of rows in flight on (relayer_id, nonce), as
 //              before migration 20261204200000_drop_in_flight_index
@@ -18,7 +22,7 @@
 // Prints the CPU a transaction of each (PGlite: the process, both threads; PostgreSQL: the server's
 // processes and this one's), and each one's ratio to migrated per round.
 //
-//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,compressed,jsonb,in-flight,full]
+//   npx tsx bench/writes.ts [--count 10000] [--rows 100] [--pairs 3] [--layouts migrated,uncached,compressed,signed-insert,no-ack,jsonb,in-flight,full]
 //                           [--data 0] [--deliveries 0] [--postgres <server url>: on PostgreSQL, a new database each run]
 // bench/instructions.ts runs it against a PostgreSQL server of its own under callgrind, for the
 // server's instructions instead.
@@ -36,7 +40,7 @@ const { values: args } = parseArgs({
     count: { type: 'string', default: '10000' },
     rows: { type: 'string', default: '100' },
     pairs: { type: 'string', default: '3' },
-    layouts: { type: 'string', default: 'migrated,uncached,compressed,jsonb,in-flight,full' },
+    layouts: { type: 'string', default: 'migrated,uncached,compressed,signed-insert,no-ack,jsonb,in-flight,full' },
     data: { type: 'string', default: '0' },
     deliveries: { type: 'string', default: '0' },
     postgres: { type: 'string' },
@@ -50,6 +54,8 @@ const IN_FLIGHT = `CREATE INDEX "transactions_in_flight_idx" ON "transactions" (
 const LAYOUTS = {
   migrated: [],
   uncached: [],
+  'signed-insert': [],
+  'no-ack': [],
   compressed: ['ALTER TABLE transactions RESET (toast_tuple_target)'],
   jsonb: ['ALTER TABLE transactions ALTER COLUMN request TYPE jsonb, ALTER COLUMN chain_state TYPE jsonb, ALTER COLUMN signature TYPE jsonb'],
   'in-flight': [IN_FLIGHT],
@@ -111,9 +117,16 @@ function statements(layout: Layout) {
     WHERE t.id = v.id AND t.lease_owner = 'bench'`;
   return {
     encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
-    insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
-      SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
-      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type})${lookups}`,
+    insert:
+      layout === 'signed-insert'
+        ? `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until,
+            status, chain_state, signature, hash, hashes, due_at)
+          SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds',
+            'sent', x.chain_state${cast}, x.signature${cast}, x.hash, ARRAY[x.hash], now()
+          FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type}, chain_state ${type}, signature ${type}, hash text)${lookups}`
+        : `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
+          SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
+          FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type})${lookups}`,
     saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
     deliveries: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
       SELECT x.id, 'hook', 'bench', x.tx, 'transaction_update', x.body
@@ -146,11 +159,12 @@ async function run(layout: Layout): Promise<number> {
     };
     const started = cpu();
     for (const { rows, signed, mined } of batches) {
-      await db.query(s.insert, [JSON.stringify(rows.map((r) => ({ ...r, data: DATA, request: s.encode(REQUEST) })))]);
       const [sent, submitted, confirmed] = s.saves;
-      const encoded = JSON.stringify(signed.map((r) => ({ ...r, chain_state: s.encode(r.chain_state), signature: s.encode(r.signature) })));
-      await db.query(sent, [encoded]);
-      await db.query(submitted, [encoded]);
+      const encoded = signed.map((r) => ({ ...r, chain_state: s.encode(r.chain_state), signature: s.encode(r.signature) }));
+      const inserted = rows.map((r, i) => ({ ...r, data: DATA, request: s.encode(REQUEST), ...(layout === 'signed-insert' ? encoded[i] : {}) }));
+      await db.query(s.insert, [JSON.stringify(inserted)]);
+      if (layout !== 'signed-insert') await db.query(sent, [JSON.stringify(encoded)]);
+      if (layout !== 'no-ack') await db.query(submitted, [JSON.stringify(encoded)]);
       await db.query(confirmed, [JSON.stringify(mined.map((r) => ({ ...r, chain_state: s.encode(r.chain_state) })))]);
       for (let d = 0; d < DELIVERIES; d++) {
         await db.query(s.deliveries, [JSON.stringify(rows.map((r) => ({ id: crypto.randomUUID(), tx: r.id, body: DELIVERY_BODY })))]);
@@ -174,7 +188,7 @@ for (let p = 0; p < Number(args.pairs); p++) {
 }
 const ratio = (l: Layout) => figures[l].map((x, i) => x / figures[layouts[0]][i]);
 console.log(
-  `transaction writes (insert and three saves${DATA ? `, ${args.data} bytes of calldata` : ''}${DELIVERIES ? `, ${DELIVERIES} deliveries` : ''}, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
+  `transaction writes (insert and saves${DATA ? `, ${args.data} bytes of calldata` : ''}${DELIVERIES ? `, ${DELIVERIES} deliveries` : ''}, ${N} transactions in statements of ${ROWS}, ${args.postgres ? 'PostgreSQL: server and client' : 'PGlite'}), CPU a transaction: ` +
     `${layouts.map((l) => `${l} ${median(figures[l]).toFixed(0)} µs`).join(', ')}; ` +
     layouts
       .slice(1)
