@@ -172,7 +172,13 @@ export async function insertTransactions(
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
     params: [
-      recordsetJson(rows.map((r, n) => ({ n, ...r, ...Object.fromEntries(INSERTED_JSON.map((f) => [f, jsonText(r[f])])), ...holding(r) }))),
+      recordsetJson(
+        rows.map((r, n) => {
+          const row: Record<string, unknown> = { n, ...r, ...holding(r) };
+          for (const f of INSERTED_JSON) row[f] = jsonText(r[f]);
+          return row;
+        }),
+      ),
       opts.leaseOwner ?? null,
       String(LEASE_MS),
       ...(opts.guard?.params ?? []),
