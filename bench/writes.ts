@@ -111,22 +111,20 @@ const chainState = (n: number, hash: string, mined: boolean) => ({
 function statements(layout: Layout) {
   const [type, cast] = layout === 'jsonb' ? ['jsonb', ''] : ['text', '::json'];
   const lookups = layout === 'uncached' ? '' : `, ${CACHED_LOOKUPS}`;
+  const signedInsert = layout === 'signed-insert';
   const save = (status: string, due: string, signed: boolean) => `UPDATE transactions t SET status = '${status}'::"TransactionStatus",
       chain_state = v.chain_state${cast}, ${signed ? `signature = v.signature${cast}, hashes = ARRAY[v.hash], ` : ''}hash = v.hash, due_at = ${due}, updated_at = now()
     FROM jsonb_to_recordset($1::jsonb) AS v(id text, chain_state ${type}, signature ${type}, hash text)
     WHERE t.id = v.id AND t.lease_owner = 'bench'`;
   return {
     encode: (v: unknown) => (layout === 'jsonb' ? v : JSON.stringify(v)),
-    insert:
-      layout === 'signed-insert'
-        ? `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until,
-            status, chain_state, signature, hash, hashes, due_at)
-          SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds',
-            'sent', x.chain_state${cast}, x.signature${cast}, x.hash, ARRAY[x.hash], now()
-          FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type}, chain_state ${type}, signature ${type}, hash text)${lookups}`
-        : `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until)
-          SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'
-          FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type})${lookups}`,
+    insert: `INSERT INTO transactions (id, relayer_id, network_type, "from", "to", value, data, nonce, gas_limit, speed, request, updated_at, lease_owner, lease_until${
+      signedInsert ? ', status, chain_state, signature, hash, hashes, due_at' : ''
+    })
+      SELECT x.id, 'bench', 'evm', '0x${hex(20)}', '0x${hex(20)}', '15', x.data, x.n, 21000, 'fast', x.request${cast}, now(), 'bench', now() + interval '30 seconds'${
+        signedInsert ? `, 'sent', x.chain_state${cast}, x.signature${cast}, x.hash, ARRAY[x.hash], now()` : ''
+      }
+      FROM jsonb_to_recordset($1::jsonb) AS x(id text, n bigint, data text, request ${type}${signedInsert ? `, chain_state ${type}, signature ${type}, hash text` : ''})${lookups}`,
     saves: [save('sent', 'now()', true), save('submitted', "now() + interval '5 seconds'", false), save('confirmed', 'NULL', false)],
     deliveries: `INSERT INTO deliveries (id, notification_id, relayer_id, transaction_id, event, body)
       SELECT x.id, 'hook', 'bench', x.tx, 'transaction_update', x.body
