@@ -76,8 +76,26 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
  */
 const jsonText = (v: unknown) => (v === null || v === undefined ? v : JSON.stringify(v));
 const toJson = (v: string) => `${v}::json`;
-/** The inserted fields cast to json, as INSERTED says. */
-const INSERTED_JSON = INSERTED.filter(([, , cast]) => cast === 'json').map(([f]) => f);
+/**
+ * A new row as the insert's recordset carries it: the INSERTED fields, json ones as their text and
+ * bigints as decimal strings, and the Held that covers it. Built field by field into one object of
+ * one shape: spread from the row and scanned again for bigints, it was a tenth of the send route's
+ * CPU on the main thread.
+ */
+function insertedRow(r: NewTransaction, n: number, h: Held | undefined): Record<string, unknown> {
+  const row: Record<string, unknown> = { n };
+  for (const [f, , cast] of INSERTED) {
+    const v = r[f];
+    row[f] = cast === 'json' ? jsonText(v) : typeof v === 'bigint' ? v.toString() : v;
+  }
+  if (h) {
+    row.hold_from = h.from.toString();
+    row.hold_per = h.per;
+    row.hold_first_ms = h.firstMs;
+    row.hold_every_ms = h.everyMs;
+  }
+  return row;
+}
 
 /** Columns the database defaults when a new row leaves them out. */
 const DEFAULTED: Partial<Record<keyof NewTransaction, string>> = { value: "'0'", status: "'pending'" };
@@ -165,20 +183,10 @@ export async function insertTransactions(
   rows: NewTransaction[],
   opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement; held?: Map<string, Held> },
 ): Promise<Transaction[]> {
-  const holding = (r: NewTransaction) => {
-    const h = opts.held?.get(r.relayerId);
-    return h ? { hold_from: h.from, hold_per: h.per, hold_first_ms: h.firstMs, hold_every_ms: h.everyMs } : {};
-  };
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
     params: [
-      recordsetJson(
-        rows.map((r, n) => {
-          const row: Record<string, unknown> = { n, ...r, ...holding(r) };
-          for (const f of INSERTED_JSON) row[f] = jsonText(r[f]);
-          return row;
-        }),
-      ),
+      JSON.stringify(rows.map((r, n) => insertedRow(r, n, opts.held?.get(r.relayerId)))),
       opts.leaseOwner ?? null,
       String(LEASE_MS),
       ...(opts.guard?.params ?? []),
@@ -497,14 +505,16 @@ async function saveNow(rt: Runtime, owner: string, changes: TransactionChange[])
     return { change: c, after };
   });
   const fields = (Object.keys(PATCHABLE) as (keyof TransactionPatch)[]).filter((f) => changes.some((c) => c.patch[f] !== undefined));
-  const values = rows.map(({ change, after }) => ({
-    id: after.id,
-    lease_until_was: change.before.leaseUntil,
-    release: change.release,
-    updated_at: now,
-    ...Object.fromEntries(fields.map((f) => [f, PATCHABLE[f][1] === toJson ? jsonText(after[f]) : after[f]])),
-  }));
-  const save = { sql: saveStatement(fields), params: [recordsetJson(values), owner], prepare: true };
+  // Each row's values set one by one, json fields as their text and bigints as decimal strings (see insertedRow).
+  const values = rows.map(({ change, after }) => {
+    const row: Record<string, unknown> = { id: after.id, lease_until_was: change.before.leaseUntil, release: change.release, updated_at: now };
+    for (const f of fields) {
+      const v = after[f];
+      row[f] = PATCHABLE[f][1] === toJson ? jsonText(v) : typeof v === 'bigint' ? v.toString() : v;
+    }
+    return row;
+  });
+  const save = { sql: saveStatement(fields), params: [JSON.stringify(values), owner], prepare: true };
   // Without a change of status there is nothing to report, and without a notification no one to
   // report it to: the UPDATE alone, committed with it.
   const silent = rows.every(({ change, after }) => change.before.status === after.status);
