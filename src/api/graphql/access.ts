@@ -1,12 +1,14 @@
-import type { GraphQLSchema } from 'graphql';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
+import { defaultFieldResolver, type GraphQLSchema } from 'graphql';
 import { type Caller, stillValid } from '../../core/access/keys.js';
-import { type Action, allowsNeed, need, type Resource, visible, visibleTest, visibleWhere } from '../../core/access/permissions.js';
+import { type Action, allows, allowsNeed, need, type Resource, visible, visibleTest, visibleWhere } from '../../core/access/permissions.js';
 import { AppError } from './app-error.js';
 import type { Context } from './context.js';
 
 // Where API-key permissions are enforced, for both surfaces (REST runs GraphQL operations): every
-// root field names what it needs (`authScopes`), and each object type what reading it needs, so a
-// nested read (a relayer's notification) is checked too. buildSchema refuses a root field without.
+// root field names what it needs (`authScopes`), and each object type what reading it needs
+// (`readNeed`), so a nested read (a relayer's notification) is checked too. buildSchema refuses a
+// root field without.
 
 export type Scopes = {
   /** A permission on one resource: `need()`'s string. */
@@ -58,6 +60,42 @@ export const listWhere = (caller: Caller, resource: Resource) => (caller.admin ?
 
 /** The same for a list kept in memory. */
 export const listTest = (caller: Caller, resource: Resource) => visibleTest(visible(caller.grants, resource));
+
+/** What reading an object of a type needs: `read` on the resource the object names. */
+interface ReadNeed {
+  resource: Resource;
+  id(obj: unknown): string;
+}
+
+/** A type's extensions saying what reading one of its objects needs (checked by guardReads). */
+export const readNeed = <T>(resource: Resource, id: (obj: T) => string) => ({ readNeed: { resource, id } as ReadNeed });
+
+/**
+ * Checks at every field of a type with a readNeed that the caller may read the object (the
+ * administrator reads everything), refusing the field with FORBIDDEN otherwise. Pothos' type-level
+ * authScopes did the same through a chain of steps and a request cache at every field: about 20 µs
+ * of CPU a transaction sent through REST, a tenth of the route's.
+ */
+export function guardReads(schema: GraphQLSchema): GraphQLSchema {
+  return mapSchema(schema, {
+    [MapperKind.OBJECT_FIELD]: (field, _name, typeName) => {
+      const mark = (schema.getType(typeName)?.extensions as { readNeed?: ReadNeed } | undefined)?.readNeed;
+      if (!mark) return field;
+      const resolve = field.resolve ?? defaultFieldResolver;
+      return {
+        ...field,
+        resolve: (parent, args, ctx: Context, info) => {
+          if (!ctx.caller.admin) {
+            const id = mark.id(parent);
+            if (!allows(ctx.caller.grants, mark.resource, id, 'read'))
+              throw new AppError('FORBIDDEN', 'Forbidden', `this API key lacks ${need(mark.resource, id, 'read')}`);
+          }
+          return resolve(parent, args, ctx, info);
+        },
+      };
+    },
+  });
+}
 
 /** Refuses a schema with a root field that does not say what it needs. */
 export function checkEveryRootField(schema: GraphQLSchema) {

@@ -2,12 +2,12 @@ import { createApiKey, deleteApiKey, getApiKey, listApiKeys } from '../../core/a
 import type { ApiKey as ApiKeyRow } from '../../generated/prisma/client.js';
 import { RATE_LIMITED } from './rate-limit.js';
 import type { SchemaParts } from './builder.js';
-import { needs, needsSome } from './access.js';
+import { needs, needsSome, readNeed } from './access.js';
 
 /** API keys: their records (never the key, but once at creation), list, permissions, create and delete. */
 export function apiKeyTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   const ApiKey = builder.prismaObject('ApiKey', {
-    authScopes: (k, ctx) => needs(ctx, 'api_key', k.id, 'read'),
+    extensions: readNeed<{ id: string }>('api_key', (k) => k.id),
     description: 'An API key and what it may do; the key itself is shown only once, when it is created.',
     fields: (t) => ({
       id: t.exposeID('id'),

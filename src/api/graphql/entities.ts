@@ -7,7 +7,7 @@ import { cancelPendingTransactions, type CancelPendingResult } from '../../core/
 import { getTransactionByNonce } from '../../core/transactions/service.js';
 import type { SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
-import { listTest, needs, needsSome, OPEN } from './access.js';
+import { listTest, needs, needsSome, OPEN, readNeed } from './access.js';
 
 /** Readiness, relayer management, signers and networks. */
 export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { NetworkTypeEnum, RpcConfigInput }: ReturnType<typeof relayerTypes>) {
@@ -125,7 +125,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   // --- signers ---
 
   const SignerRef = builder.objectRef<SignerView>('Signer').implement({
-    authScopes: (s, ctx) => needs(ctx, 'signer', s.id, 'read'),
+    extensions: readNeed<SignerView>('signer', (s) => s.id),
     description: 'A signer; its key material and secrets are never returned.',
     fields: (t) => ({
       id: t.exposeID('id'),
@@ -203,7 +203,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
   });
 
   const NetworkRef = builder.objectRef<NetworkView>('Network').implement({
-    authScopes: (n, ctx) => needs(ctx, 'network', n.id, 'read'),
+    extensions: readNeed<NetworkView>('network', (n) => n.id),
     fields: (t) => ({
       id: t.exposeID('id', { description: '"type:name".' }),
       name: t.exposeString('name'),

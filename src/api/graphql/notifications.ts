@@ -9,7 +9,7 @@ import {
   updateNotification,
 } from '../../core/notifications/service.js';
 import type { SchemaParts } from './builder.js';
-import { listWhere, needs, needsSome } from './access.js';
+import { listWhere, needs, needsSome, readNeed } from './access.js';
 
 /** Notifications (webhook targets) and their deliveries. */
 export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
@@ -23,7 +23,7 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   });
 
   const Delivery = builder.prismaObject('Delivery', {
-    authScopes: (d, ctx) => needs(ctx, 'notification', d.notificationId, 'read'),
+    extensions: readNeed<{ notificationId: string }>('notification', (d) => d.notificationId),
     description: 'One webhook event for one notification, and how sending it went.',
     fields: (t) => ({
       id: t.exposeID('id', { description: 'Also the event id in the body.' }),
@@ -45,7 +45,7 @@ export function notificationTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   const DeliveryPage = pageOf('DeliveryPage', Delivery);
 
   const Notification = builder.prismaObject('Notification', {
-    authScopes: (n, ctx) => needs(ctx, 'notification', n.id, 'read'),
+    extensions: readNeed<{ id: string }>('notification', (n) => n.id),
     fields: (t) => ({
       id: t.exposeID('id'),
       type: t.field({ type: NotificationTypeEnum, resolve: (n) => n.type }),

@@ -4,7 +4,7 @@ import type { CallResult, LogEntry } from '../../core/plugins/outcome.js';
 import { callPlugin, getPlugin, listPlugins, type PluginInfo, updatePlugin } from '../../core/plugins/service.js';
 import { settingsUpdate } from '../../core/plugins/settings.js';
 import { pluginApi } from '../plugin-api.js';
-import { listTest, needs, needsSome } from './access.js';
+import { listTest, needs, needsSome, readNeed } from './access.js';
 import type { SchemaParts } from './builder.js';
 import { RATE_LIMITED } from './rate-limit.js';
 
@@ -21,7 +21,7 @@ function multiMap(name: string, value: unknown): Record<string, string[]> {
 /** Plugins: their settings (read, changed) and calls, on the same resolvers for both surfaces. */
 export function pluginTypes({ builder, pageArgs, pageOf }: SchemaParts) {
   const Plugin = builder.objectRef<PluginInfo>('Plugin').implement({
-    authScopes: (p, ctx) => needs(ctx, 'plugin', p.id, 'read'),
+    extensions: readNeed<PluginInfo>('plugin', (p) => p.id),
     description: 'A plugin of the config file, with its settings as in force (changes through the API included).',
     fields: (t) => ({
       id: t.exposeID('id'),

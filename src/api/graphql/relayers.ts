@@ -1,7 +1,7 @@
 import { RATE_LIMITED } from './rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from '../../core/relayers/service.js';
 import type { SchemaParts } from './builder.js';
-import { listWhere, needs, needsSome } from './access.js';
+import { listWhere, needs, needsSome, readNeed } from './access.js';
 
 /** Relayers: the NetworkType enum (the families offered), the Relayer type, its queries and update. */
 export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: SchemaParts) {
@@ -20,7 +20,7 @@ export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: 
   });
 
   const Relayer = builder.prismaObject('Relayer', {
-    authScopes: (r, ctx) => needs(ctx, 'relayer', r.id, 'read'),
+    extensions: readNeed<{ id: string }>('relayer', (r) => r.id),
     fields: (t) => ({
       id: t.exposeID('id'),
       name: t.exposeString('name'),

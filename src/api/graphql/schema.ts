@@ -1,6 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
 import type { FamilySpecs } from '../../core/registry.js';
-import { checkEveryRootField } from './access.js';
+import { checkEveryRootField, guardReads } from './access.js';
 import { apiKeyTypes } from './api-keys.js';
 import { createBuilder, paging } from './builder.js';
 import { directTypes } from './sign-and-forward.js';
@@ -14,7 +14,8 @@ import { transactionTypes } from './transactions.js';
 
 /**
  * The executable schema for the chain families offered: Pothos types, each root field saying what
- * permission it needs, with the rate limits of fields below the root applied last.
+ * permission it needs, with the read checks of object types and the rate limits of fields below
+ * the root applied last.
  */
 export function buildSchema(families: FamilySpecs): GraphQLSchema {
   const builder = createBuilder();
@@ -28,5 +29,5 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   pluginTypes(parts);
   const schema = builder.toSchema({ sortSchema: true });
   checkEveryRootField(schema);
-  return applyRateLimits(schema);
+  return applyRateLimits(guardReads(schema));
 }

@@ -9,7 +9,7 @@ import { toCursor } from '../../core/page.js';
 import type { Transaction as TransactionRow } from '../../generated/prisma/client.js';
 import { pageAsk, type SchemaParts } from './builder.js';
 import type { relayerTypes } from './relayers.js';
-import { needs, needsSome, whileValid } from './access.js';
+import { needs, needsSome, whileValid, readNeed } from './access.js';
 import { allows } from '../../core/access/permissions.js';
 
 type TransactionList = Awaited<ReturnType<typeof listTransactions>>;
@@ -29,7 +29,7 @@ export function transactionTypes(
   const SpeedEnum = familyEnum(families.list, 'Speed');
 
   const Transaction = builder.prismaObject('Transaction', {
-    authScopes: (tx, ctx) => needs(ctx, 'relayer', tx.relayerId, 'read'),
+    extensions: readNeed<TransactionRow>('relayer', (tx) => tx.relayerId),
     fields: (t) => ({
       id: t.exposeID('id'),
       relayerId: t.exposeString('relayerId'),
