@@ -576,8 +576,12 @@ export function heldAtIntake(pace: Pick<Pace, 'blocktimeMs'>, latest: bigint, wi
 export function patchOf(w: Work): TransactionPatch {
   if (unchanged(w)) return {};
   // A copy of the state's fields (as JSON keeps them): the work goes on changing them after this is written.
-  const chainState = Object.fromEntries(Object.entries(w.st).filter(([, v]) => v !== undefined));
+  const chainState: Record<string, unknown> = {};
+  for (const k in w.st) {
+    const v = w.st[k as keyof EvmState];
+    if (v !== undefined) chainState[k] = v;
+  }
   // w.patch never holds these three (they live in w.status, w.reason, w.st). Fields added after a
   // spread would give each copy a map of its own, several times slower.
-  return { status: w.status, statusReason: reasonOf(w), chainState, ...w.patch };
+  return { status: w.status, statusReason: reasonOf(w), chainState: chainState as TransactionPatch['chainState'], ...w.patch };
 }
