@@ -67,8 +67,8 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
         : rest.forbidden(detail ?? '')
       : Response.json({ errors: [{ message: httpOf[code].message, extensions: { code, ...(detail ? { detail } : {}) } }] }, { status: httpOf[code].status });
 
-  async function handle(request: Request, requestId: string, labels: HttpLabels, who: { caller?: Caller }): Promise<Response> {
-    const { pathname } = new URL(request.url);
+  async function handle(request: Request, url: URL, requestId: string, labels: HttpLabels, who: { caller?: Caller }): Promise<Response> {
+    const { pathname } = url;
     if (request.method === 'OPTIONS' && request.headers.has('access-control-request-method')) return preflight(request);
     if (/^(\/api)?\/v1\/health\/?$/.test(pathname)) {
       labels.endpoint = pathname.startsWith('/api') ? '/api/v1/health' : '/v1/health';
@@ -90,7 +90,7 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     // A browser calling from an origin its key does not allow is refused before anything runs.
     const origin = request.headers.get('origin');
     if (origin && found && !allowOrigin(found, origin)) return refuse(isRest, 'FORBIDDEN', `origin ${origin} is not allowed for this API key`);
-    if (!isGraphQL) return rest.handle(request, { requestId, caller, labels });
+    if (!isGraphQL) return rest.handle(request, { requestId, caller, labels, url });
     if (!wantsGraphiQL && !opts.yogaOnly) return graphql.handle(request, { requestId, caller, labels });
     const response = await yoga.handleRequest(request, { requestId, caller, labels });
     if (response.headers.get('content-type')?.startsWith('text/html')) response.headers.set('content-security-policy', GRAPHIQL_CSP);
@@ -101,13 +101,14 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
     graphqlAnswered: graphql.answered,
     async fetch(request) {
       const started = performance.now();
+      const url = new URL(request.url);
       const given = request.headers.get('x-request-id');
       const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
       let response: Response;
       const labels: HttpLabels = { endpoint: 'unmatched', operation: '' };
       const who: { caller?: Caller } = {};
       try {
-        response = await handle(request, requestId, labels, who);
+        response = await handle(request, url, requestId, labels, who);
       } catch (err) {
         rt.log.error({ err, requestId }, 'request failed');
         response = rest.internalError();
@@ -119,10 +120,9 @@ export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolea
         response.headers.set('access-control-expose-headers', 'x-request-id, retry-after');
         response.headers.append('vary', 'Origin');
       }
-      const { pathname } = new URL(request.url);
       const ms = performance.now() - started;
       rt.metrics.request(request.method, labels, response.status, ms / 1000);
-      rt.log.info({ requestId, key: who.caller?.id, method: request.method, path: pathname, status: response.status, ms: Math.round(ms) }, 'request');
+      rt.log.info({ requestId, key: who.caller?.id, method: request.method, path: url.pathname, status: response.status, ms: Math.round(ms) }, 'request');
       return response;
     },
   };

@@ -23,6 +23,8 @@ export interface RestContext {
   caller: Caller;
   /** Metrics labels of the request: the adapter names the route template it matched. */
   labels?: HttpLabels;
+  /** The request's URL, parsed once by whoever passes it on. */
+  url?: URL;
 }
 
 const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -244,7 +246,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
   }
 
   async function handle(request: Request, ctx: RestContext): Promise<Response> {
-    const url = new URL(request.url);
+    const url = ctx.url ?? new URL(request.url);
     const path = normalise(url.pathname);
     if (isPublicPath(path)) {
       if (ctx.labels) ctx.labels.endpoint = path;
