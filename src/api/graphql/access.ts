@@ -1,9 +1,9 @@
-import { MapperKind, mapSchema } from '@graphql-tools/utils';
-import { defaultFieldResolver, type GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import { type Caller, stillValid } from '../../core/access/keys.js';
 import { type Action, allows, allowsNeed, need, type Resource, visible, visibleTest, visibleWhere } from '../../core/access/permissions.js';
 import { AppError } from './app-error.js';
 import type { Context } from './context.js';
+import { wrapResolvers } from './wrap.js';
 
 // Where API-key permissions are enforced, for both surfaces (REST runs GraphQL operations): every
 // root field names what it needs (`authScopes`), and each object type what reading it needs
@@ -77,23 +77,17 @@ export const readNeed = <T>(resource: Resource, id: (obj: T) => string) => ({ re
  * of CPU a transaction sent through REST, a tenth of the route's.
  */
 export function guardReads(schema: GraphQLSchema): GraphQLSchema {
-  return mapSchema(schema, {
-    [MapperKind.OBJECT_FIELD]: (field, _name, typeName) => {
-      const mark = (schema.getType(typeName)?.extensions as { readNeed?: ReadNeed } | undefined)?.readNeed;
-      if (!mark) return field;
-      const resolve = field.resolve ?? defaultFieldResolver;
-      return {
-        ...field,
-        resolve: (parent, args, ctx: Context, info) => {
-          if (!ctx.caller.admin) {
-            const id = mark.id(parent);
-            if (!allows(ctx.caller.grants, mark.resource, id, 'read'))
-              throw new AppError('FORBIDDEN', 'Forbidden', `this API key lacks ${need(mark.resource, id, 'read')}`);
-          }
-          return resolve(parent, args, ctx, info);
-        },
-      };
-    },
+  return wrapResolvers(schema, (_field, typeName) => {
+    const mark = (schema.getType(typeName)?.extensions as { readNeed?: ReadNeed } | undefined)?.readNeed;
+    if (!mark) return undefined;
+    return (resolve) => (parent, args, ctx, info) => {
+      if (!ctx.caller.admin) {
+        const id = mark.id(parent);
+        if (!allows(ctx.caller.grants, mark.resource, id, 'read'))
+          throw new AppError('FORBIDDEN', 'Forbidden', `this API key lacks ${need(mark.resource, id, 'read')}`);
+      }
+      return resolve(parent, args, ctx, info);
+    };
   });
 }
 

@@ -1,8 +1,9 @@
-import { collectFields, getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
-import { defaultFieldResolver, type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
+import { collectFields, getDirective } from '@graphql-tools/utils';
+import { type DocumentNode, type FragmentDefinitionNode, getOperationAST, type GraphQLError, type GraphQLSchema, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context.js';
 import { AppError, rateLimited } from './app-error.js';
+import { wrapResolvers } from './wrap.js';
 
 /**
  * Marks a field as drawing on the caller's request budget (spec 4.1-4.3). Every marked field
@@ -21,19 +22,13 @@ export const RATE_LIMITED = { rateLimit: { limit: 1, duration: 1 } } as const;
  */
 export function applyRateLimits(schema: GraphQLSchema): GraphQLSchema {
   const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].map((t) => t?.name));
-  return mapSchema(schema, {
-    [MapperKind.OBJECT_FIELD]: (field, _name, typeName) => {
-      if (roots.has(typeName) || !getDirective(schema, field, 'rateLimit')?.length) return field;
-      const resolve = field.resolve ?? defaultFieldResolver;
-      return {
-        ...field,
-        resolve: async (source, args, ctx: Context, info) => {
-          const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
-          if (wait > 0) throw rateLimited(wait / 1000);
-          return resolve(source, args, ctx, info);
-        },
-      };
-    },
+  return wrapResolvers(schema, (field, typeName) => {
+    if (roots.has(typeName) || !getDirective(schema, field, 'rateLimit')?.length) return undefined;
+    return (resolve) => async (source, args, ctx, info) => {
+      const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
+      if (wait > 0) throw rateLimited(wait / 1000);
+      return resolve(source, args, ctx, info);
+    };
   });
 }
 
