@@ -7,6 +7,9 @@ export const columnOf = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.
  */
 export const columnsAs = (fields: readonly string[]) => fields.map((f) => `"${columnOf(f)}" AS "${f}"`).join(', ');
 
+/** A top-level value of a recordset row as JSON can carry it: a bigint as a decimal string. */
+export const recordsetValue = (v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+
 /**
  * The JSON a `jsonb_to_recordset($n::jsonb)` parameter is sent as: dates as ISO strings, bigints
  * (top-level fields: a JSON column holds none) as decimal strings. Without a replacer function,
@@ -20,7 +23,7 @@ export function recordsetJson(rows: readonly Record<string, unknown>[]): string 
         const v = row[k];
         if (typeof v !== 'bigint') continue;
         if (out === row) out = { ...row };
-        out[k] = v.toString();
+        out[k] = recordsetValue(v);
       }
       return out;
     }),

@@ -6,7 +6,7 @@
 // outside a database transaction (the claims, the API's reads) run on the database handle
 // (Database.read), which also skips Prisma's conversion of raw rows.
 import type { Statement } from '../../db/client.js';
-import { columnOf, columnsAs, recordsetJson } from '../../db/columns.js';
+import { columnOf, columnsAs, recordsetJson, recordsetValue } from '../../db/columns.js';
 import { CACHED_LOOKUPS } from '../../db/plans.js';
 import { claimDue, LEASE_MS, release } from '../../db/lease.js';
 import { Prisma, type Relayer, type Transaction } from '../../generated/prisma/client.js';
@@ -76,8 +76,8 @@ const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
  */
 const jsonText = (v: unknown) => (v === null || v === undefined ? v : JSON.stringify(v));
 const toJson = (v: string) => `${v}::json`;
-/** A value as a recordset carries it: a json field's as its text, a bigint as a decimal string. */
-const recordValue = (v: unknown, json: boolean) => (json ? jsonText(v) : typeof v === 'bigint' ? v.toString() : v);
+/** A value as a recordset carries it: a json field's as its text, others as recordsetValue says. */
+const recordValue = (v: unknown, json: boolean) => (json ? jsonText(v) : recordsetValue(v));
 
 /**
  * A new row as the insert's recordset carries it: the INSERTED fields and the Held that covers it,
@@ -88,7 +88,7 @@ function insertedRow(r: NewTransaction, n: number, h: Held | undefined): Record<
   const row: Record<string, unknown> = { n };
   for (const [f, , cast] of INSERTED) row[f] = recordValue(r[f], cast === 'json');
   if (h) {
-    row.hold_from = h.from.toString();
+    row.hold_from = recordsetValue(h.from);
     row.hold_per = h.per;
     row.hold_first_ms = h.firstMs;
     row.hold_every_ms = h.everyMs;
