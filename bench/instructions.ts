@@ -5,19 +5,16 @@
 // `valgrind --tool=callgrind`, runs bench/writes.ts against it for each layout at --rows and at
 // three times as many transactions, and takes the difference of the two runs' instructions (of
 // every server process that ended meanwhile), so migrations and connections count for nothing.
-// Needs valgrind and PostgreSQL's initdb and postgres on the PATH; as root, the server runs as the
-// user postgres.
+// Needs valgrind, and PostgreSQL's programs (bench/own-server.ts).
 //
 //   npx tsx bench/instructions.ts [--rows 620] [--layouts migrated,uncached] [--data 0] [--deliveries 0]
 
-import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { freePort } from '../src/chains/evm/anvil.js';
 import { ROOT } from './chain.js';
+import { startOwnServer } from './own-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,23 +26,12 @@ const { values: args } = parseArgs({
 });
 const ROWS = Number(args.rows);
 
-const dir = mkdtempSync(path.join(tmpdir(), 'relayer-instructions-'));
-const asRoot = process.getuid?.() === 0;
-/** A command as the server's user: postgres refuses to run as root. */
-const as = (cmd: string, argv: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...argv]] : [cmd, argv]);
-if (asRoot) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
-execFileSync(...as('initdb', ['-D', path.join(dir, 'data'), '-A', 'trust', '-U', 'postgres']), { stdio: 'ignore' });
-
-const port = await freePort();
-const [cmd, argv] = as('valgrind', [
-  '--tool=callgrind',
-  '--trace-children=yes',
-  `--callgrind-out-file=${path.join(dir, 'callgrind.%p')}`,
-  'postgres',
-  ...['-D', path.join(dir, 'data'), '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'autovacuum=off'],
-]);
-const server = spawn(cmd, argv, { stdio: 'ignore', detached: true });
-const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+const server = await startOwnServer({
+  name: 'instructions',
+  wrapper: (dir) => ['valgrind', '--tool=callgrind', '--trace-children=yes', `--callgrind-out-file=${path.join(dir, 'callgrind.%p')}`],
+});
+const { dir } = server;
+const url = server.url();
 
 /** The instructions of every server process that ended since `seen` was listed, and the new list. */
 function counted(seen: Set<string>): { instructions: number; seen: Set<string> } {
@@ -60,17 +46,6 @@ function counted(seen: Set<string>): { instructions: number; seen: Set<string> }
 }
 
 try {
-  for (let i = 0; ; i++) {
-    const client = new pg.Client(url);
-    const up = await client.connect().then(
-      () => true,
-      () => false,
-    );
-    await client.end().catch(() => {});
-    if (up) break;
-    if (i > 300) throw new Error('the server under callgrind did not start');
-    await new Promise((r) => setTimeout(r, 200));
-  }
   let seen = counted(new Set()).seen;
   const write = async (layout: string, count: number) => {
     const options = { count: String(count), rows: String(ROWS), pairs: '1', layouts: layout, data: args.data, deliveries: args.deliveries, postgres: url };
@@ -98,9 +73,5 @@ try {
       rest.map((l) => `; ${l} / ${first} ${(mean(figures.get(l)!) / mean(figures.get(first)!)).toFixed(2)}`).join(''),
   );
 } finally {
-  try {
-    process.kill(-server.pid!, 'SIGINT');
-  } catch {}
-  for (let i = 0; i < 100 && server.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
-  rmSync(dir, { recursive: true, force: true });
+  await server.stop();
 }
