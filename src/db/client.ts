@@ -10,7 +10,7 @@ import { type Commit, openThreadedPGlite, type Statement, type ThreadedPGlite } 
 export type { Commit, Statement };
 import { applyMigrations } from './schema-engine.js';
 import { listen } from './notify.js';
-import { PLAN_CACHE_MODE } from './plans.js';
+import { PLAN_CACHE_MODE, PLAN_ONCE } from './plans.js';
 
 export type Db = PrismaClient;
 export type DbKind = 'pglite' | 'postgres';
@@ -31,7 +31,7 @@ export interface Database {
    * batch is one message to its thread and back, the commit included, so the transaction holds the
    * database for fewer waits on the event loop.
    */
-  transaction<T>(fn: (tx: Batches) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Batches) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /** PostgreSQL only: NOTIFY messages on `channel`, on a connection of their own (db/notify.ts). */
   listen?(channel: string, onMessage: (payload: string) => void, onError: (err: Error) => void): { ready: Promise<void>; stop(): Promise<void> };
   close(): Promise<void>;
@@ -45,6 +45,11 @@ export interface Batches {
 /** Whether `commit` commits after a batch whose last statement returned `rows` (the thread decides alike). */
 const commits = (commit: Commit | undefined, rows: Record<string, unknown>[] | undefined): boolean =>
   typeof commit === 'object' ? !(rows ?? []).some((r) => r[commit.unlessSet] !== null) : !!commit;
+
+export interface TransactionOptions {
+  /** Its named statements planned once per connection: only for statements no table's size plans differently (see PLAN_ONCE). */
+  planOnce?: boolean;
+}
 
 export interface ReadOptions {
   /** A named statement, parsed once per connection (see PLAN_CACHE_MODE). Only for SQL whose text is a constant. */
@@ -106,7 +111,7 @@ export async function openDatabase(opts: {
       kind: 'postgres',
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       read: async (sql, params, opts) => (await pool.query({ text: sql, values: params, types: pgTypes, name: opts?.prepare ? nameOf(sql) : undefined })).rows,
-      transaction: (fn) => pgTransaction(pool, nameOf, fn),
+      transaction: (fn, opts) => pgTransaction(pool, nameOf, fn, opts),
       listen: (channel, onMessage, onError) => listen(databaseUrl, channel, onMessage, onError),
       close: async () => {
         await prisma.$disconnect();
@@ -134,7 +139,7 @@ export async function openDatabase(opts: {
     query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
     read: async <T>(sql: string, params?: unknown[], opts?: ReadOptions) =>
       (await pglite.read(sql, params, { parsers: pgliteParsers, prepare: opts?.prepare })).rows as T[],
-    transaction: (fn) => pgliteTransaction(pglite, fn),
+    transaction: (fn, opts) => pgliteTransaction(pglite, fn, opts),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();
@@ -142,7 +147,12 @@ export async function openDatabase(opts: {
   };
 }
 
-async function pgTransaction<T>(pool: pg.Pool, nameOf: (sql: string) => string | undefined, fn: (tx: Batches) => Promise<T>): Promise<T> {
+async function pgTransaction<T>(
+  pool: pg.Pool,
+  nameOf: (sql: string) => string | undefined,
+  fn: (tx: Batches) => Promise<T>,
+  opts?: TransactionOptions,
+): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no listener of the pool's: a server that goes away while it is held
   // would otherwise end the process (the statement in flight, if any, fails on its own).
@@ -157,17 +167,18 @@ async function pgTransaction<T>(pool: pg.Pool, nameOf: (sql: string) => string |
   };
   try {
     const result = await fn({
-      async run(statements, opts) {
+      async run(statements, commit) {
         if (ended) throw new Error('the transaction has ended');
         // A single statement committed at once needs no BEGIN and COMMIT around it: it is atomic.
-        if (!open && !(opts?.commit === true && statements.length === 1)) {
-          await client.query('BEGIN');
+        // Planned once, it runs in a transaction, which the setting lasts for (sent with the BEGIN).
+        if (!open && !(commit?.commit === true && statements.length === 1 && !opts?.planOnce)) {
+          await client.query(opts?.planOnce ? `BEGIN; ${PLAN_ONCE}` : 'BEGIN');
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
         for (const s of statements)
           rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes, name: s.prepare ? nameOf(s.sql) : undefined })).rows);
-        ended = commits(opts?.commit, rows.at(-1));
+        ended = commits(commit?.commit, rows.at(-1));
         if (open && ended) await finish('COMMIT');
         return rows;
       },
@@ -192,18 +203,20 @@ async function pgTransaction<T>(pool: pg.Pool, nameOf: (sql: string) => string |
   }
 }
 
-async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) => Promise<T>): Promise<T> {
+async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) => Promise<T>, opts?: TransactionOptions): Promise<T> {
   let tx: number | undefined;
   let open = false;
   try {
     const result = await fn({
-      async run(statements, opts) {
+      async run(statements, commit) {
         if (tx !== undefined && !open) throw new Error('the transaction has ended');
         open = false; // a failed batch rolls the transaction back on the database's side
-        const r = await pglite.batch(statements, { tx, commit: opts?.commit, parsers: pgliteParsers });
+        // Planned once: the setting goes first in the same message (two statements are a transaction).
+        const first = tx === undefined && opts?.planOnce ? [{ sql: PLAN_ONCE, params: [] }] : [];
+        const r = await pglite.batch([...first, ...statements], { tx, commit: commit?.commit, parsers: pgliteParsers });
         tx = r.tx;
         open = !r.committed;
-        return r.results.map((x) => x.rows as Record<string, unknown>[]);
+        return r.results.slice(first.length).map((x) => x.rows as Record<string, unknown>[]);
       },
     });
     if (open) {

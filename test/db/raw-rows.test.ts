@@ -234,6 +234,18 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     expect(await planCacheModes()).toEqual(new Set(['force_custom_plan']));
   });
 
+  it('plans the statements of a transaction that asks for it once per connection, for that transaction only', async () => {
+    const show = { sql: 'SHOW plan_cache_mode', params: [] };
+    const modes = await Promise.all(Array.from({ length: 4 }, () => db.transaction((t) => t.run([show], { commit: true }), { planOnce: true })));
+    expect(modes.map(([[r]]) => r)).toEqual(Array(4).fill({ plan_cache_mode: 'force_generic_plan' }));
+    expect(await planCacheModes()).toEqual(new Set(['force_custom_plan']));
+    // Past the five custom plans after which PostgreSQL's default would weigh a generic one.
+    for (let i = 0; i < 8; i++) {
+      const [tx] = await insertTransactions(handle(), [{ ...full(BigInt(5000 + i)), idempotencyKey: null }], { relayers: [{ id: 'r', notificationId: null }] });
+      expect(tx).toEqual(await db.prisma.transaction.findUniqueOrThrow({ where: { id: tx.id } }));
+    }
+  });
+
   it("caches the foreign-key lookups of an insert's rows for its own database transaction only", async () => {
     const [tx] = await insertTransactions(handle(), [{ ...full(10n), idempotencyKey: null }], { relayers: [{ id: 'r', notificationId: 'hook' }] });
     const deliveries = transactionUpdates(families, [{ relayer: { id: 'r', notificationId: 'hook' }, transaction: tx }]);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
-import type { Commit, Statement } from '../../db/client.js';
+import type { Commit, Statement, TransactionOptions } from '../../db/client.js';
 import { CACHED_LOOKUPS } from '../../db/plans.js';
 import type { Runtime } from '../runtime.js';
 import type { FamilySpecs } from '../registry.js';
@@ -28,12 +28,14 @@ export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>
  * `commit` says when `write` commits in its own round trip: true when nothing it writes can be
  * reported, or when none of its rows names a notification (`unlessSet`, the column that does). A
  * write that committed takes no deliveries after it: the transaction refuses a further batch.
+ * `opts` go to the database transaction.
  */
 export async function writeReporting<T>(
   rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
   write: Statement,
   commit: Commit,
   report: (rows: Record<string, unknown>[]) => { result: T; deliveries: Statement | null },
+  opts?: TransactionOptions,
 ): Promise<T> {
   let queued = false;
   const result = await rt.db.transaction(async (tx) => {
@@ -44,7 +46,7 @@ export async function writeReporting<T>(
       queued = true;
     }
     return result;
-  });
+  }, opts);
   if (queued) rt.wakeDeliveries();
   return result;
 }

@@ -194,21 +194,28 @@ export async function insertTransactions(
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
-  // Without a notification, the insert alone, committed in the same round trip.
-  return writeReporting(rt, insert, !notifies, (returned) => {
-    const byId = new Map((returned as Pick<Transaction, (typeof FILLED)[number]>[]).map((t) => [t.id, t]));
-    const written = rows.flatMap((r) => {
-      const filled = byId.get(r.id);
-      return filled ? [writtenRow(r, filled)] : [];
-    });
-    return {
-      result: written,
-      deliveries: transactionUpdates(
-        rt.families,
-        written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
-      ),
-    };
-  });
+  // Without a notification, the insert alone, committed in the same round trip. Its plan does not
+  // depend on any table's size, so it is made once per connection (PLAN_ONCE_MODE).
+  return writeReporting(
+    rt,
+    insert,
+    !notifies,
+    (returned) => {
+      const byId = new Map((returned as Pick<Transaction, (typeof FILLED)[number]>[]).map((t) => [t.id, t]));
+      const written = rows.flatMap((r) => {
+        const filled = byId.get(r.id);
+        return filled ? [writtenRow(r, filled)] : [];
+      });
+      return {
+        result: written,
+        deliveries: transactionUpdates(
+          rt.families,
+          written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+        ),
+      };
+    },
+    { planOnce: true },
+  );
 }
 
 /** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */
