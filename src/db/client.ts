@@ -151,7 +151,7 @@ async function pgTransaction<T>(
   pool: pg.Pool,
   nameOf: (sql: string) => string | undefined,
   fn: (tx: Batches) => Promise<T>,
-  opts?: TransactionOptions,
+  options?: TransactionOptions,
 ): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no listener of the pool's: a server that goes away while it is held
@@ -167,18 +167,18 @@ async function pgTransaction<T>(
   };
   try {
     const result = await fn({
-      async run(statements, commit) {
+      async run(statements, opts) {
         if (ended) throw new Error('the transaction has ended');
         // A single statement committed at once needs no BEGIN and COMMIT around it: it is atomic.
         // Planned once, it runs in a transaction, which the setting lasts for (sent with the BEGIN).
-        if (!open && !(commit?.commit === true && statements.length === 1 && !opts?.planOnce)) {
-          await client.query(opts?.planOnce ? `BEGIN; ${PLAN_ONCE}` : 'BEGIN');
+        if (!open && !(opts?.commit === true && statements.length === 1 && !options?.planOnce)) {
+          await client.query(options?.planOnce ? `BEGIN; ${PLAN_ONCE}` : 'BEGIN');
           open = true;
         }
         const rows: Record<string, unknown>[][] = [];
         for (const s of statements)
           rows.push((await client.query({ text: s.sql, values: s.params, types: pgTypes, name: s.prepare ? nameOf(s.sql) : undefined })).rows);
-        ended = commits(commit?.commit, rows.at(-1));
+        ended = commits(opts?.commit, rows.at(-1));
         if (open && ended) await finish('COMMIT');
         return rows;
       },
@@ -203,17 +203,17 @@ async function pgTransaction<T>(
   }
 }
 
-async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+async function pgliteTransaction<T>(pglite: ThreadedPGlite, fn: (tx: Batches) => Promise<T>, options?: TransactionOptions): Promise<T> {
   let tx: number | undefined;
   let open = false;
   try {
     const result = await fn({
-      async run(statements, commit) {
+      async run(statements, opts) {
         if (tx !== undefined && !open) throw new Error('the transaction has ended');
         open = false; // a failed batch rolls the transaction back on the database's side
         // Planned once: the setting goes first in the same message (two statements are a transaction).
-        const first = tx === undefined && opts?.planOnce ? [{ sql: PLAN_ONCE, params: [] }] : [];
-        const r = await pglite.batch([...first, ...statements], { tx, commit: commit?.commit, parsers: pgliteParsers });
+        const first = tx === undefined && options?.planOnce ? [{ sql: PLAN_ONCE, params: [] }] : [];
+        const r = await pglite.batch([...first, ...statements], { tx, commit: opts?.commit, parsers: pgliteParsers });
         tx = r.tx;
         open = !r.committed;
         return r.results.slice(first.length).map((x) => x.rows as Record<string, unknown>[]);

@@ -194,8 +194,8 @@ export async function insertTransactions(
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
-  // Without a notification, the insert alone, committed in the same round trip. Its plan does not
-  // depend on any table's size, so it is made once per connection (PLAN_ONCE_MODE).
+  // Without a notification, the insert alone is the transaction. Its plan depends on no table's
+  // size, so it is made once per connection (PLAN_ONCE).
   return writeReporting(
     rt,
     insert,
