@@ -9,9 +9,9 @@ export const PLAN_CACHE_MODE = 'force_custom_plan';
 /**
  * The intake's insert reads no table whose size changes its plan (its rows come from parameters,
  * its guard locks relayers by id), yet it was the costliest statement to plan: 0.4-0.7 ms a run
- * on PostgreSQL, 19-25 µs of the server's time a relayed transfer in a flood (`bench/statements.ts`),
- * and more on PGlite, where planned once a lone send is answered 0.9 ms sooner (about 4.4 ms
- * instead of 5.3, `bench/latency.ts`). A database transaction asking to be planned once
+ * on PostgreSQL, 19-25 µs of the server's time a relayed transfer in a flood (`bench/statements.ts`);
+ * on PGlite, planned once, a lone send is answered 0.9 ms sooner (about 4.4 ms instead of 5.3,
+ * `bench/latency.ts`). A database transaction asking to be planned once
  * (`planOnce`) starts with this, so its named statements keep the generic plan their first run
  * made on the connection. It holds for that transaction only, whatever runs on the connection
  * next (a pooler in transaction mode included). The plan lasts as long as the connection or until
