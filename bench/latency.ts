@@ -162,7 +162,7 @@ export async function benchLatency(opts: {
       child.send(c);
     });
   let sent = 0;
-  const confirmed = () => service.rt.prisma.transaction.count({ where: { status: 'confirmed' } });
+  const confirmed = () => service.rt.db.prisma.transaction.count({ where: { status: 'confirmed' } });
   const settle = async () => {
     for (let last = -1, since = Date.now(); ; ) {
       const n = await confirmed();

@@ -114,9 +114,9 @@ async function main() {
     RATE_LIMIT_BURST_SIZE: '1000000000',
   });
   const service = await startService(env, { log: createLogger('silent'), workers: false });
-  const relayer = await service.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'bench-relayer' } });
+  const relayer = await service.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'bench-relayer' } });
   const base = Date.UTC(2030, 0, 1);
-  await service.rt.prisma.transaction.createMany({
+  await service.rt.db.prisma.transaction.createMany({
     data: Array.from({ length: rows }, (_, i) => ({
       relayerId: relayer.id,
       networkType: 'evm' as const,

@@ -40,7 +40,7 @@ async function claimTimes() {
       const dead = Math.max(0, size - 10);
       if (dead)
         await seedBacklog(svc.rt, { notificationId: 'dead', transactions: Math.ceil(dead / 5), perTransaction: 5, dueInMs: 3_600_000, followersDueInMs: 0 });
-      await svc.rt.prisma.$executeRawUnsafe('ANALYZE deliveries');
+      await svc.rt.db.prisma.$executeRawUnsafe('ANALYZE deliveries');
       // A claim that finds due deliveries queued behind an earlier event of their transaction
       // parks them (they wait for that event, not the clock). Claims run until none is left to
       // park, as on a service that has been running: the timed ones then do the same work at
@@ -51,13 +51,13 @@ async function claimTimes() {
         const { claimed, parked } = await claimDeliveries(svc.rt, 32, 60_000);
         if (timed) times.push(performance.now() - t0);
         // Give the claimed ones back, as if they failed and were due again at once.
-        await svc.rt.prisma.delivery.updateMany({ where: { id: { in: claimed } }, data: { leaseOwner: null, leaseUntil: null } });
+        await svc.rt.db.prisma.delivery.updateMany({ where: { id: { in: claimed } }, data: { leaseOwner: null, leaseUntil: null } });
         return parked;
       };
       let parkedTotal = 0;
       for (let parked = 1; parked > 0; ) parkedTotal += parked = await claim(false);
       for (let i = 0; i < samples; i++) await claim(true);
-      const pending = await svc.rt.prisma.delivery.count({ where: { status: 'pending' } });
+      const pending = await svc.rt.db.prisma.delivery.count({ where: { status: 'pending' } });
       medians.push(median(times));
       console.log(
         `claim with ${pending.toLocaleString('en')} pending: median ${median(times).toFixed(2)} ms, first ${times[0].toFixed(2)} ms, max ${Math.max(...times).toFixed(2)} ms (${parkedTotal} parked before)`,
@@ -95,10 +95,10 @@ async function latency() {
       if (down && !seeded) {
         await seedBacklog(svc.rt, { notificationId: 'dead503', transactions: 500, perTransaction: 5 });
         await seedBacklog(svc.rt, { notificationId: 'hang', transactions: 500, perTransaction: 5 });
-        svc.rt.wakeDeliveries();
+        svc.rt.notifications.sender.to?.wake();
       }
       // Healthy again: the backlog goes (an attempt still in flight then writes nothing when it ends).
-      if (!down && seeded) await svc.rt.prisma.delivery.deleteMany({ where: { notificationId: { in: ['dead503', 'hang'] } } });
+      if (!down && seeded) await svc.rt.db.prisma.delivery.deleteMany({ where: { notificationId: { in: ['dead503', 'hang'] } } });
       seeded = down;
       await settle();
       (down ? backlogged : healthy).push(await serviceLatency(http.url, svc.apiKey, samples));

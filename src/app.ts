@@ -16,7 +16,7 @@ import { ANONYMOUS, type Caller } from './core/access/keys.js';
 import { createRestHandler } from './api/rest/handler.js';
 import { httpOf } from './api/rest/status.js';
 import type { Runtime } from './core/runtime.js';
-import type { HttpLabels } from './metrics/index.js';
+import type { HttpLabels } from './core/metrics.js';
 import { operationLabels } from './api/graphql/metrics.js';
 
 export interface App {

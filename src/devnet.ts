@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from './config/load.js';
+import type { Config } from './core/settings.js';
 import { startAnvil } from './chains/evm/anvil.js';
 import type { Logger } from './lib/log.js';
 

@@ -7,7 +7,7 @@ import { loadSigners } from './config/signers.js';
 import { syncConfig } from './config/sync.js';
 import { openDatabase } from './db/client.js';
 import { startDevnet } from './devnet.js';
-import type { Env } from './config/env.js';
+import type { Env } from './core/settings.js';
 import { createLogger, type Logger } from './lib/log.js';
 import { createEvents } from './core/pubsub.js';
 import { memoryBucket } from './lib/bucket.js';
@@ -15,7 +15,8 @@ import { redisBucket } from './lib/redis-bucket.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
-import { createHeld, type Runtime } from './core/runtime.js';
+import type { Runtime } from './core/runtime.js';
+import { line } from './lib/line.js';
 import { startWorkers } from './core/worker.js';
 import { FAMILY_SPECS } from './chains/list.js';
 import { loadFamilies } from './core/registry.js';
@@ -105,29 +106,28 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   const rt: Runtime = {
     env,
     log,
-    db,
-    prisma: db.prisma,
     config,
-    families,
-    signers,
-    custodies,
-    pubsub: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
     instanceId: env.instanceId ?? randomUUID(),
-    redisPing: redis ? () => redis.publish.ping() : undefined,
-    rateLimit: redis
-      ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
-          log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
-        )
-      : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
-    crash: crashAt(env.crashAt),
-    held: createHeld(),
-    state: createState(),
     metrics: createMetrics(),
+    crash: crashAt(env.crashAt),
+    state: createState(),
+    db,
+    families,
+    signers: { loaded: signers, custodies },
+    access: {
+      rateLimit: redis
+        ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
+            log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
+          )
+        : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+    },
+    notifications: {
+      events: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),
+      sender: line(),
+    },
+    work: line(),
     plugins,
-    wake: () => {},
-    handOff: null,
-    roomForSends: () => undefined,
-    wakeDeliveries: () => {},
+    redisPing: redis ? () => redis.publish.ping() : undefined,
   };
   try {
     await loadCustodySigners(rt);
@@ -169,7 +169,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
       await workers?.stop();
       await stopPlugins(plugins);
       // Nothing here works on a row any more: another instance may take this one's rows at once.
-      const released = await Promise.all([releaseAll(rt, 'transactions'), releaseAll(rt, 'deliveries')]);
+      const released = await Promise.all([releaseAll(db, rt.instanceId, 'transactions'), releaseAll(db, rt.instanceId, 'deliveries')]);
       log.info({ transactions: released[0], deliveries: released[1] }, 'workers stopped; leases released');
       await metrics?.stop();
       await changes?.stop();
@@ -200,7 +200,7 @@ async function loadCustodySigners(rt: Runtime) {
 }
 
 async function loadApiSigners(rt: Runtime) {
-  for (const r of await rt.prisma.relayer.findMany({ where: { configDigest: null }, select: { id: true, signerId: true, networkType: true } })) {
+  for (const r of await rt.db.prisma.relayer.findMany({ where: { configDigest: null }, select: { id: true, signerId: true, networkType: true } })) {
     await signerFor(rt, r.signerId, r.networkType).catch((err) => rt.log.error({ err, relayerId: r.id }, 'signer of relayer could not be loaded'));
   }
 }

@@ -18,18 +18,18 @@ describe.each(await databaseKinds())('restarts on %s', (db) => {
   it('a restart with the same file changes nothing; API changes survive it; an edited entry replaces the stored one', async () => {
     let svc = await startTestService({ db, workers: false });
     running.push({ stop: () => svc.stop() });
-    const before = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
-    await svc.rt.prisma.relayer.update({ where: { id: 'evm-relayer' }, data: { paused: true } });
-    const paused = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+    const before = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+    await svc.rt.db.prisma.relayer.update({ where: { id: 'evm-relayer' }, data: { paused: true } });
+    const paused = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
 
     svc = await svc.restart();
-    const after = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+    const after = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
     expect(after).toEqual(paused);
     expect(after.configDigest).toBe(before.configDigest);
 
     await writeFile(svc.rt.env.configPath, JSON.stringify(evmConfig('http://127.0.0.1:1', { relayer: { name: 'Renamed relayer' } })));
     svc = await svc.restart();
-    const renamed = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+    const renamed = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
     expect(renamed).toMatchObject({ name: 'Renamed relayer', paused: false });
   });
 });
@@ -70,7 +70,7 @@ describe('GraphQL', () => {
       config: ({ rpcUrl }) => evmConfig(rpcUrl, { notifications: [{ id: 'hook', url: 'http://127.0.0.1:9/hook' }], relayer: { notification_id: 'hook' } }),
     });
     running.push(svc);
-    await svc.rt.prisma.transaction.create({
+    await svc.rt.db.prisma.transaction.create({
       data: {
         relayerId: 'evm-relayer',
         networkType: 'evm',

@@ -4,11 +4,12 @@ import { stellarSpec } from './stellar/spec.js';
 
 // The chain families this service offers, one line each: their contracts (each folder's spec.ts).
 // The composition root (src/service.ts) builds the family registry (core/registry.ts) from this
-// list; nothing else imports it but for types.
+// list; nothing else imports it.
 export const FAMILY_SPECS = [evmSpec, solanaSpec, stellarSpec] as const;
 
 type Listed = (typeof FAMILY_SPECS)[number];
+type ByType = { [S in Listed as S['type']]: S };
 
-/** A network type some listed family has: the values of the NetworkType enum. */
-export type NetworkType = Listed['type'];
-export type SpecOf<T extends NetworkType> = Extract<Listed, { type: T }>;
+declare module '../core/family-list.js' {
+  interface FamilyList extends ByType {}
+}

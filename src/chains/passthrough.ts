@@ -3,7 +3,7 @@
 // client's failover; a node's verdict is that call's answer.
 import type { Relayer } from '../generated/prisma/client.js';
 import type { Runtime } from '../core/runtime.js';
-import type { Forwarded } from '../core/relayers/sign-and-forward.js';
+import type { Forwarded } from '../core/relayers/direct.js';
 import { unreachable } from '../core/relayers/rpc-rules.js';
 import { JsonRpcError, type JsonRpcClient, type JsonRpcParams } from './jsonrpc.js';
 

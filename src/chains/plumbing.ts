@@ -1,5 +1,5 @@
 // Plumbing shared by the non-EVM chain families (Stellar, Solana); the core (core/step-runner.ts) writes their rows.
-import type { RpcEndpoint } from '../core/networks.js';
+import type { RpcEndpoint } from '../core/settings.js';
 import type { Relayer } from '../generated/prisma/client.js';
 import { RelayerCheckError } from '../core/domain-error.js';
 import type { Runtime } from '../core/runtime.js';

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import type { Env, LogLevel } from '../core/settings.js';
+
+export type { Env };
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' }).transform((v) => v === 'true' || v === '1' || v === 'yes');
 const port = z.coerce.number().int().min(0).max(65535);
@@ -39,7 +42,7 @@ const schema = z.object({
     .int()
     .positive()
     .default(1 << 20),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] satisfies LogLevel[]).default('info'),
   INSTANCE_ID: z.string().min(1).optional(),
   SIGNER_STORE_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   SIGNER_TIMEOUT_MS: z.coerce.number().int().positive().max(300_000).default(10_000),
@@ -51,50 +54,6 @@ const schema = z.object({
   PLUGIN_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
   PLUGIN_MEMORY_MB: z.coerce.number().int().min(16).max(16_384).default(128),
 });
-
-export type Env = {
-  host: string;
-  port: number;
-  apiKey?: string;
-  configPath: string;
-  configPathGiven: boolean;
-  dataDir: string;
-  databaseUrl?: string;
-  redisUrl?: string;
-  devnet: boolean;
-  devnetPort: number;
-  rateLimit: { perSecond: number; burst: number };
-  /** Retries: full-jitter exponential backoff from retryBaseMs, capped at retryMaxDelayMs, for retryWindowMs. */
-  webhook: { timeoutMs: number; blockPrivateTargets: boolean; retryBaseMs: number; retryMaxDelayMs: number; retryWindowMs: number };
-  graphqlLimits: GraphQLLimits;
-  /** Largest request body read (REST and GraphQL); larger ones are answered 413. */
-  maxBodyBytes: number;
-  logLevel: z.infer<typeof schema>['LOG_LEVEL'];
-  instanceId?: string;
-  /** Passphrase of the keystores of signers created through the API (stored encrypted in the database). */
-  signerStoreKey?: string;
-  /** The longest a signer custody's call may take before it counts as failed (a timeout). */
-  signerTimeoutMs: number;
-  /** Fault injection for tests only (src/lib/crash.ts). */
-  crashAt?: string;
-  /** Prometheus metrics on their own port (the reference system's METRICS_ENABLED, METRICS_PORT). */
-  metrics: { enabled: boolean; port: number };
-  /** How long SIGTERM/SIGINT may take to drain before the process exits non-zero. */
-  shutdownTimeoutMs: number;
-  /** Per plugin: calls running at once, calls waiting beyond those (429 past it), and each call's heap in MB. */
-  plugins: { concurrency: number; queue: number; memoryMb: number };
-};
-
-/** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */
-export interface GraphQLLimits {
-  depth: number;
-  aliases: number;
-  directives: number;
-  tokens: number;
-  cost: number;
-  /** Size of the document text (variables excluded) in bytes. */
-  bytes: number;
-}
 
 export class EnvError extends Error {}
 

@@ -3,52 +3,14 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
-import { networkKey, type Network, type RpcEndpoint } from '../core/networks.js';
-import type { FamilySpecs, NetworkType } from '../core/registry.js';
+import { networkKey } from '../core/networks.js';
+import type { FamilySpecs } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
 import type { Custodies } from '../signers/custody.js';
+import type { Config, Network, NotificationConfig, RelayerConfig, RpcEndpoint, SignerConfig } from '../core/settings.js';
 import type { PluginConfig } from '../core/plugins/settings.js';
 import { configFile, localConfig, networkEntry, notificationEntry, pluginEntry, signerEntry, type Secret } from './schema.js';
-
-export type SignerConfig = {
-  id: string;
-  /** Where the entry is, for error messages. */
-  where: string;
-} & (
-  | { type: 'local'; keystorePath: string; passphrase: string }
-  /** A key custody's type (signers/custody.ts), its config as that type parsed it. */
-  | { type: 'custody'; custody: string; config: unknown; baseDir: string }
-);
-
-export interface NotificationConfig {
-  id: string;
-  type: 'webhook';
-  url: string;
-  signingKey: string | null;
-}
-
-export interface RelayerConfig {
-  id: string;
-  name: string;
-  network: string;
-  networkType: NetworkType;
-  paused: boolean;
-  signerId: string;
-  notificationId: string | null;
-  policies: Record<string, unknown>;
-  customRpcUrls: RpcEndpoint[] | null;
-  where: string;
-}
-
-export interface Config {
-  file: string;
-  networks: Map<string, Network>;
-  signers: Map<string, SignerConfig>;
-  notifications: NotificationConfig[];
-  relayers: RelayerConfig[];
-  plugins: PluginConfig[];
-}
 
 /** The `{ "type": "env" }` secrets in a parsed custody config, with where each is. */
 function* envSecrets(value: unknown, at: string): Generator<{ name: string; at: string }> {

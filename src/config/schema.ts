@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { rpcUrl } from '../core/networks.js';
-import type { FamilySpecs, NetworkType } from '../core/registry.js';
+import type { FamilySpecs } from '../core/registry.js';
+import type { NetworkType } from '../core/family-list.js';
 import { urlText } from '../lib/validate.js';
 
 // The config file format of OpenZeppelin Relayer, so a team moving from it keeps its file.

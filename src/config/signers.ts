@@ -2,7 +2,8 @@ import type { FamilySpecs } from '../core/registry.js';
 import { signerKey, type SignerRegistry } from '../core/signers.js';
 import { createLocalSigner } from '../signers/index.js';
 import { readKeystoreFile } from '../signers/keystore.js';
-import { ConfigError, type Config } from './load.js';
+import type { Config } from '../core/settings.js';
+import { ConfigError } from './load.js';
 
 /** Decrypts every keystore a relayer uses; a wrong passphrase stops start-up naming the entry. */
 export async function loadSigners(config: Config, families: FamilySpecs): Promise<SignerRegistry> {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/client.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { ConfigError, type Config } from './load.js';
+import type { Config } from '../core/settings.js';
+import { ConfigError } from './load.js';
 import { signerKey, type SignerRegistry } from '../core/signers.js';
 
 const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');

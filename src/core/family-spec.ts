@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { SignerKind } from '../signers/index.js';
-import type { DirectOps } from './relayers/sign-and-forward.js';
+import type { DirectOps } from './relayers/direct.js';
 
 // The contract of a chain family: what the rest of the service needs to know about it to offer it
 // (network type, config, policies, send request, record, signer), without its pipeline. Each family

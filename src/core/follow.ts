@@ -3,6 +3,7 @@ import { applyNetworkOverrides } from './networks.js';
 import type { Runtime } from './runtime.js';
 import { forgetSigner } from './signers.js';
 import { forgetApiKeys } from './access/keys.js';
+import { forgetRelayers } from './relayers/service.js';
 
 /** Follows the others' changes (PostgreSQL only: the embedded database has one instance). */
 export function followChanges(rt: Runtime) {
@@ -17,7 +18,7 @@ async function apply(rt: Runtime, payload: string) {
   if (!payload) {
     // Reconnected: notices may have been missed; take again what cannot have changed unseen otherwise.
     await applyNetworkOverrides(rt);
-    rt.held.relayerSnapshots.clear();
+    forgetRelayers(rt);
     forgetApiKeys(rt);
     return;
   }
@@ -25,5 +26,5 @@ async function apply(rt: Runtime, payload: string) {
   if (change.kind === 'signer') forgetSigner(rt, change.id);
   else if (change.kind === 'network') await applyNetworkOverrides(rt, change.id);
   else if (change.kind === 'api_key') forgetApiKeys(rt);
-  else rt.held.relayerSnapshots.delete(change.id);
+  else forgetRelayers(rt, change.id);
 }

@@ -1,7 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { postJson } from '../lib/post.js';
-import type { Network } from './networks.js';
-import { findNetwork, type Runtime } from './runtime.js';
+import type { Network } from './settings.js';
+import type { Runtime } from './runtime.js';
+import { findNetwork } from './networks.js';
+import { slot } from './state.js';
 
 // Readiness (GET /api/v1/ready): the database, Redis when configured, and the RPC of every network a
 // relayer uses. The body follows the reference's ReadinessResponse, with `database` and `networks`
@@ -32,10 +34,12 @@ interface Pool {
 
 export const READY_CACHE_MS = 5_000;
 const PROBE_TIMEOUT_MS = 3_000;
+/** The last readiness verdict and when it was asked for. */
+const VERDICT = slot('readiness', (): { at: number; verdict: Promise<Readiness> | undefined } => ({ at: 0, verdict: undefined }));
 
 /** The readiness verdict, at most READY_CACHE_MS old. */
 export function readiness(rt: Runtime, now = Date.now()): Promise<Readiness> {
-  const cache = rt.held.readiness;
+  const cache = rt.state(VERDICT);
   if (!cache.verdict || now - cache.at >= READY_CACHE_MS) {
     cache.at = now;
     cache.verdict = checkReadiness(rt);
@@ -92,8 +96,8 @@ async function checkReadiness(rt: Runtime): Promise<Readiness> {
   const database: Readiness['components']['database'] = { status: 'healthy', kind: rt.db.kind };
   let networksUsed: { network: string; networkType: string }[] = [];
   try {
-    await withTimeout(rt.prisma.$queryRawUnsafe('SELECT 1'), 'the database');
-    networksUsed = await rt.prisma.relayer.findMany({ distinct: ['networkType', 'network'], select: { network: true, networkType: true } });
+    await withTimeout(rt.db.prisma.$queryRawUnsafe('SELECT 1'), 'the database');
+    networksUsed = await rt.db.prisma.relayer.findMany({ distinct: ['networkType', 'network'], select: { network: true, networkType: true } });
   } catch (e) {
     Object.assign(database, { status: 'unhealthy', error: messageOf(e) });
     failures.push(`database: ${database.error}`);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { announce } from './changes.js';
-import type { NetworkType } from '../chains/list.js';
+import type { Network, RpcEndpoint } from './settings.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { describeIssues, urlText } from '../lib/validate.js';
 import { invalid, notFound } from './domain-error.js';
@@ -10,30 +10,12 @@ import { paged, toPage } from './page.js';
 // Networks come from the config file; the API may change their RPC URLs (as the reference allows),
 // kept in network_overrides and applied over the file's at every start. Ids are "type:name".
 
-export interface RpcEndpoint {
-  url: string;
-  weight: number;
-}
-
-export interface Network {
-  type: NetworkType;
-  name: string;
-  chainId?: number;
-  requiredConfirmations: number;
-  symbol?: string;
-  rpcUrls: RpcEndpoint[];
-  features: string[];
-  tags: string[];
-  averageBlocktimeMs?: number;
-  isTestnet: boolean;
-  /** Stellar network passphrase. */
-  passphrase?: string;
-  /** The entry as written (snake_case, after `from` inheritance): fields only its chain family reads (its spec's network.fields). */
-  fields: Readonly<Record<string, unknown>>;
-}
-
 /** A network's id: "type:name". */
 export const networkKey = (type: string, name: string) => `${type}:${name}`;
+
+export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {
+  return rt.config.networks.get(networkKey(type, name));
+}
 
 /** An RPC URL as the config file and the API take it: a URL, or a URL with its weight. */
 export const rpcUrl = z.union([urlText.url(), z.object({ url: urlText.url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
@@ -94,7 +76,7 @@ export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetwor
   const network = getNetwork(rt, id);
   if (!parsed.data.rpcUrls) return network;
   const rpcUrls: RpcEndpoint[] = parsed.data.rpcUrls.map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
-  await rt.prisma.networkOverride.upsert({
+  await rt.db.prisma.networkOverride.upsert({
     where: { id },
     create: { id, rpcUrls: rpcUrls as unknown as Prisma.InputJsonArray },
     update: { rpcUrls: rpcUrls as unknown as Prisma.InputJsonArray },
@@ -106,8 +88,8 @@ export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetwor
 }
 
 /** Applies the RPC URLs changed through the API over the file's (at start-up). */
-export async function applyNetworkOverrides(rt: Pick<Runtime, 'prisma' | 'config'>, id?: string): Promise<void> {
-  for (const o of await rt.prisma.networkOverride.findMany(id ? { where: { id } } : undefined)) {
+export async function applyNetworkOverrides(rt: Pick<Runtime, 'db' | 'config'>, id?: string): Promise<void> {
+  for (const o of await rt.db.prisma.networkOverride.findMany(id ? { where: { id } } : undefined)) {
     const n = rt.config.networks.get(o.id);
     if (n) rt.config.networks.set(o.id, { ...n, rpcUrls: o.rpcUrls as unknown as RpcEndpoint[] });
   }

@@ -1,8 +1,6 @@
-import type { NetworkType } from '../chains/list.js';
+import type { NetworkType } from './family-list.js';
 import type { FamilySpec } from './family-spec.js';
 import type { ChainFamily } from './transactions/pipeline.js';
-
-export type { NetworkType };
 
 /**
  * The chain families a service offers, by their contracts (each family's spec.ts): built once at
@@ -22,6 +20,15 @@ export interface FamilySpecs {
 export interface Families extends FamilySpecs {
   /** The pipeline of a network type, undefined for a type no family has. */
   pipeline(type: string): ChainFamily | undefined;
+}
+
+// The runtime's group of the chain families, declared here with their contract: the contract takes
+// the runtime, so core/runtime.ts, which everything imports, cannot import it.
+declare module './runtime.js' {
+  interface Runtime {
+    /** The chain families this service offers, with their pipelines. */
+    families: Families;
+  }
 }
 
 export function familySpecs(specs: readonly FamilySpec[]): FamilySpecs {

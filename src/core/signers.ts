@@ -75,7 +75,7 @@ export type CreateSignerInput = z.input<typeof createInput>;
 export type UpdateSignerInput = z.input<typeof updateInput>;
 
 async function tombstoned(rt: Runtime, id: string) {
-  return !!(await rt.prisma.tombstone.findUnique({ where: { kind_id: { kind: 'signer', id } } }));
+  return !!(await rt.db.prisma.tombstone.findUnique({ where: { kind_id: { kind: 'signer', id } } }));
 }
 
 /** What the signers table keeps for a custody's signer: the fields it may show, and its whole config sealed. */
@@ -98,7 +98,7 @@ function fileView(rt: Runtime, id: string): SignerView | null {
 }
 
 async function find(rt: Runtime, id: string): Promise<SignerView | null> {
-  const row = await rt.prisma.signer.findUnique({ where: { id }, select: { type: true, keystore: true } });
+  const row = await rt.db.prisma.signer.findUnique({ where: { id }, select: { type: true, keystore: true } });
   if (row) return viewOf(id, row.type, row.keystore, 'api');
   return (await tombstoned(rt, id)) ? null : fileView(rt, id);
 }
@@ -114,8 +114,8 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
   const p = toPage(page, perPage);
   const all = async () => {
     const [rows, stones] = await Promise.all([
-      rt.prisma.signer.findMany({ select: { id: true, type: true, keystore: true } }),
-      rt.prisma.tombstone.findMany({ where: { kind: 'signer' }, select: { id: true } }),
+      rt.db.prisma.signer.findMany({ select: { id: true, type: true, keystore: true } }),
+      rt.db.prisma.tombstone.findMany({ where: { kind: 'signer' }, select: { id: true } }),
     ]);
     const api = new Set(rows.map((r) => r.id));
     const gone = new Set(stones.map((s) => s.id));
@@ -132,8 +132,8 @@ export async function listSigners(rt: Runtime, page?: number | null, perPage?: n
 }
 
 function custodyOf(rt: Runtime, type: string): CustodyType {
-  const custody = rt.custodies.get(type);
-  if (!custody) throw invalid(`type: signer type "${type}" is not supported (supported: ${[...LOCAL, ...rt.custodies.keys()].join(', ')})`);
+  const custody = rt.signers.custodies.get(type);
+  if (!custody) throw invalid(`type: signer type "${type}" is not supported (supported: ${[...LOCAL, ...rt.signers.custodies.keys()].join(', ')})`);
   return custody;
 }
 
@@ -229,7 +229,7 @@ async function secretOf(type: string, config: Record<string, unknown> | null | u
 }
 
 async function inUse(rt: Runtime, id: string) {
-  const users = await rt.prisma.relayer.findMany({ where: { signerId: id }, select: { id: true }, take: 5 });
+  const users = await rt.db.prisma.relayer.findMany({ where: { signerId: id }, select: { id: true }, take: 5 });
   return users.map((u) => u.id);
 }
 
@@ -257,7 +257,7 @@ export async function createSigner(rt: Runtime, input: CreateSignerInput): Promi
   storeKey(rt);
   if (await find(rt, id)) throw conflict('Signer with this ID already exists', `id: "${id}" is taken`);
   const row = await stored(rt, id, parsed.data.type, parsed.data.config);
-  await rt.prisma.$transaction([rt.prisma.signer.create({ data: { id, ...row } }), rt.prisma.tombstone.deleteMany({ where: { kind: 'signer', id } })]);
+  await rt.db.prisma.$transaction([rt.db.prisma.signer.create({ data: { id, ...row } }), rt.db.prisma.tombstone.deleteMany({ where: { kind: 'signer', id } })]);
   return viewOf(id, row.type, row.keystore, 'api');
 }
 
@@ -269,7 +269,7 @@ export async function updateSigner(rt: Runtime, id: string, input: UpdateSignerI
   const users = await inUse(rt, id);
   if (users.length) throw invalid(`signer ${id} is used by relayer ${users.join(', ')}: its key cannot change`);
   const row = await stored(rt, id, parsed.data.type ?? current.type, parsed.data.config);
-  await rt.prisma.signer.upsert({ where: { id }, create: { id, ...row }, update: row });
+  await rt.db.prisma.signer.upsert({ where: { id }, create: { id, ...row }, update: row });
   forgetSigner(rt, id);
   await announce(rt, { kind: 'signer', id });
   return viewOf(id, row.type, row.keystore, 'api');
@@ -279,9 +279,9 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
   await getSigner(rt, id);
   const users = await inUse(rt, id);
   if (users.length) throw invalid(`signer ${id} is used by relayer ${users.join(', ')}; delete or move those first`);
-  await rt.prisma.$transaction([
-    rt.prisma.signer.deleteMany({ where: { id } }),
-    rt.prisma.tombstone.upsert({ where: { kind_id: { kind: 'signer', id } }, create: { kind: 'signer', id }, update: {} }),
+  await rt.db.prisma.$transaction([
+    rt.db.prisma.signer.deleteMany({ where: { id } }),
+    rt.db.prisma.tombstone.upsert({ where: { kind_id: { kind: 'signer', id } }, create: { kind: 'signer', id }, update: {} }),
   ]);
   forgetSigner(rt, id);
   await announce(rt, { kind: 'signer', id });
@@ -291,18 +291,18 @@ export async function deleteSigner(rt: Runtime, id: string): Promise<void> {
 export function forgetSigner(rt: Runtime, id: string) {
   for (const kind of ['evm', 'solana', 'stellar'] as const) {
     const key = signerKey(id, kind);
-    void rt.signers
+    void rt.signers.loaded
       .get(key)
       ?.close?.()
       .catch(() => {});
-    rt.signers.delete(key);
+    rt.signers.loaded.delete(key);
   }
 }
 
 /** Releases every custody session the loaded signers hold (at shutdown). */
 export async function closeSigners(rt: Runtime): Promise<void> {
-  await Promise.all([...rt.signers.values()].map((s) => s.close?.().catch((err) => rt.log.warn({ err }, 'a signer did not close'))));
-  rt.signers.clear();
+  await Promise.all([...rt.signers.loaded.values()].map((s) => s.close?.().catch((err) => rt.log.warn({ err }, 'a signer did not close'))));
+  rt.signers.loaded.clear();
 }
 
 /**
@@ -312,19 +312,19 @@ export async function closeSigners(rt: Runtime): Promise<void> {
 export async function signerFor(rt: Runtime, id: string, networkType: string): Promise<Signer> {
   const kind = rt.families.spec(networkType).signerKind;
   const key = signerKey(id, kind);
-  const known = rt.signers.get(key);
+  const known = rt.signers.loaded.get(key);
   if (known) return known;
   const signer = await load(rt, id, kind).catch((e: Error) => {
     throw isDomainError(e) ? e : invalid(`signer_id: signer "${id}" cannot sign for ${networkType}: ${e.message}`);
   });
-  rt.signers.set(key, signer);
+  rt.signers.loaded.set(key, signer);
   return signer;
 }
 
 async function load(rt: Runtime, id: string, kind: SignerKind): Promise<Signer> {
   const fromCustody = async (type: string, config: unknown, baseDir: string) =>
     custodySigner(await openCustody(rt, id, custodyOf(rt, type), config, curveOf(kind), baseDir), kind);
-  const row = await rt.prisma.signer.findUnique({ where: { id } });
+  const row = await rt.db.prisma.signer.findUnique({ where: { id } });
   if (row) {
     const storeKey = rt.env.signerStoreKey;
     if (!storeKey) throw new Error('it is stored encrypted and SIGNER_STORE_KEY is not set');

@@ -5,9 +5,11 @@
 // Families decide and perform; only this file writes their rows (transactions/store.ts).
 import type { Relayer, Transaction } from '../generated/prisma/client.js';
 import type { Decision, Effect, Steps } from './transactions/pipeline.js';
-import { releaseTransactions, saveTransactions, type TransactionPatch } from './transactions/store.js';
+import { releaseTransactions, saveTransactions } from './transactions/store.js';
+import type { TransactionPatch } from './transactions/rows.js';
 import { readRelayers } from './relayers/service.js';
 import type { Runtime } from './runtime.js';
+import { slot } from './state.js';
 import { once } from '../lib/once.js';
 
 /** A step that keeps asking for effects is cut off after this many rounds (each row is looked at again later). */
@@ -81,8 +83,11 @@ interface Turn {
   end(): void;
 }
 
+/** Per relayer: a promise that settles once every step begun so far has ended its turn. */
+const STEP_TURNS = slot('step turns', () => new Map<string, Promise<void>>());
+
 function takeTurn(rt: Runtime, relayerId: string): Turn {
-  const ended = rt.held.stepTurns;
+  const ended = rt.state(STEP_TURNS);
   const before = ended.get(relayerId) ?? Promise.resolve();
   let end!: () => void;
   const own = new Promise<void>((resolve) => (end = resolve));
@@ -166,8 +171,8 @@ async function end<C, D extends Decision>(rt: Runtime, steps: { settled?(c: C, d
   const saved = await write(rt, ds, () => true, true);
   steps.settled?.(c, saved);
   const soonest = Math.min(...saved.filter((d) => d.nextInMs !== null).map((d) => d.nextInMs!));
-  if (soonest === 0) rt.wake();
-  else if (soonest < SOON_MS) setTimeout(() => rt.wake(), soonest).unref();
+  if (soonest === 0) rt.work.to?.wake();
+  else if (soonest < SOON_MS) setTimeout(() => rt.work.to?.wake(), soonest).unref();
 }
 
 /** The signing points that sign an already-sent transaction again (counted as resubmissions). */

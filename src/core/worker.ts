@@ -134,20 +134,16 @@ function signal() {
 
 export async function startWorkers(rt: Runtime) {
   // Before any worker runs, and before the API hands rows to them (leased to this instance).
-  await Promise.all([dropStaleLeases(rt, 'transactions'), dropStaleLeases(rt, 'deliveries')]);
+  await Promise.all([dropStaleLeases(rt.db, rt.env.instanceId, 'transactions'), dropStaleLeases(rt.db, rt.env.instanceId, 'deliveries')]);
   const deliveries = startDeliveryWorker(rt);
   const transactions = startTransactionWorker(rt);
   const loops = [transactions, deliveries];
-  rt.wake = transactions.wake;
-  rt.handOff = transactions.handOff;
-  rt.roomForSends = transactions.roomForSends;
-  rt.wakeDeliveries = deliveries.wake;
+  const detach = [rt.work.attach(transactions), rt.notifications.sender.attach(deliveries)];
   const checks = startRelayerChecks(rt);
   const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
-      rt.handOff = null;
-      rt.roomForSends = () => undefined;
+      for (const d of detach) d();
       return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
     },
   };

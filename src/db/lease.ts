@@ -1,4 +1,3 @@
-import type { Runtime } from '../core/runtime.js';
 import type { Database, Db } from './client.js';
 
 /** How long a worker may hold a transaction row for one step before another may take it. */
@@ -38,15 +37,15 @@ export async function claimDue<T = string>(
  * At start-up, drops the leases nothing works on any more, so their rows are taken up at once
  * rather than when the leases run out: on the embedded database every lease (only one process can
  * open it, so any lease is from an earlier life of this one); on PostgreSQL those of this
- * instance's earlier life, when it has a stable INSTANCE_ID. Such a row due later is due now: rows
+ * instance's earlier life, when it has a stable INSTANCE_ID (`stableId`). Such a row due later is due now: rows
  * written leased are due when their lease ends (transactions/store.ts).
  */
-export async function dropStaleLeases(rt: Pick<Runtime, 'db' | 'env' | 'instanceId'>, table: 'transactions' | 'deliveries') {
+export async function dropStaleLeases(db: Database, stableId: string | undefined, table: 'transactions' | 'deliveries') {
   const drop = `UPDATE ${table} SET lease_owner = NULL, lease_until = NULL, due_at = CASE WHEN due_at > now() THEN now() ELSE due_at END`;
-  if (rt.db.kind === 'pglite') {
-    await rt.db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner IS NOT NULL`);
-  } else if (rt.env.instanceId) {
-    await rt.db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner = $1`, rt.instanceId);
+  if (db.kind === 'pglite') {
+    await db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner IS NOT NULL`);
+  } else if (stableId) {
+    await db.prisma.$executeRawUnsafe(`${drop} WHERE lease_owner = $1`, stableId);
   }
 }
 
@@ -82,7 +81,7 @@ export async function claimRow(prisma: Db, table: 'transactions' | 'deliveries',
   return n > 0;
 }
 
-/** Gives back every lease `rt.instanceId` holds on a work table (its workers have stopped); returns how many. */
-export function releaseAll(rt: Pick<Runtime, 'db' | 'instanceId'>, table: 'transactions' | 'deliveries'): Promise<number> {
-  return rt.db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, rt.instanceId);
+/** Gives back every lease `owner` holds on a work table (its workers have stopped); returns how many. */
+export function releaseAll(db: Database, owner: string, table: 'transactions' | 'deliveries'): Promise<number> {
+  return db.prisma.$executeRawUnsafe(`UPDATE ${table} SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1`, owner);
 }

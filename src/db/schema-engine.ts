@@ -12,6 +12,8 @@ import { projectDir } from '../lib/root.js';
 export const prismaDir = path.join(projectDir(), 'prisma');
 const migrationsDir = path.join(prismaDir, 'migrations');
 
+// Module state, on purpose: the engine's JavaScript glue holds one WebAssembly instance per process
+// (__wbg_set_wasm), so it is loaded once and every schema engine shares it.
 let ready: Promise<void> | undefined;
 function loadWasm(): Promise<void> {
   ready ??= (async () => {

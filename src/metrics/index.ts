@@ -4,12 +4,7 @@
 // error_requests_total) so its dashboards work; the others are prefixed relayer_.
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { Transaction } from '../generated/prisma/client.js';
-
-/** Where an HTTP request went, filled in by whoever matched it (route template, GraphQL operation); never an id. */
-export interface HttpLabels {
-  endpoint: string;
-  operation: string;
-}
+import type { HttpLabels, Metrics } from '../core/metrics.js';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
 const LIFETIME = [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 8 * 3600];
@@ -19,7 +14,7 @@ const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,63}$/;
 
 const secondsBetween = (from: Date, to: Date) => (new Date(to).getTime() - new Date(from).getTime()) / 1000;
 
-export function createMetrics() {
+export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -119,14 +114,12 @@ export function createMetrics() {
       registers,
     }),
 
-    /** One answered HTTP request. */
     request(method: string, labels: HttpLabels, status: number, seconds: number) {
       const l = { ...labels, method, status: String(status) };
       requests.inc(l);
       latency.observe(l, seconds);
       if (status >= 400) errors.inc(l);
     },
-    /** The label of a GraphQL operation name: anonymous, its name, or other once too many names were seen. */
     operation(name: string | undefined): string {
       if (!name) return 'anonymous';
       if (!OPERATION_NAME.test(name)) return 'other';
@@ -134,12 +127,10 @@ export function createMetrics() {
       seen.add(name);
       return name;
     },
-    /** One plugin call answered. */
     pluginCall(pluginId: string, outcome: string, seconds: number) {
       pluginCalls.inc({ plugin_id: pluginId, outcome });
       pluginLatency.observe({ plugin_id: pluginId, outcome }, seconds);
     },
-    /** Status changes as written (the outbox's events, in order). */
     statusChanged(rows: Transaction[]) {
       for (const tx of rows) {
         statusChanges.inc({ relayer_id: tx.relayerId, network_type: tx.networkType, status: tx.status });
@@ -149,5 +140,3 @@ export function createMetrics() {
     },
   };
 }
-
-export type Metrics = ReturnType<typeof createMetrics>;

@@ -85,10 +85,10 @@ async function readSnapshot(rt: Runtime): Promise<Snapshot> {
   const [byStatus, [due], [undelivered]] = await Promise.all([
     // The counters the database keeps (transaction_counts); a count that fell to 0 is left out, as
     // a count of the rows would leave it out.
-    rt.prisma.$queryRaw<Snapshot['byStatus']>`SELECT relayer_id, status::text AS status, n::int AS n FROM transaction_counts WHERE n > 0`,
-    rt.prisma.$queryRaw<Snapshot['due'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age
+    rt.db.prisma.$queryRaw<Snapshot['byStatus']>`SELECT relayer_id, status::text AS status, n::int AS n FROM transaction_counts WHERE n > 0`,
+    rt.db.prisma.$queryRaw<Snapshot['due'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age
       FROM transactions WHERE due_at <= now() AND (lease_until IS NULL OR lease_until < now())`,
-    rt.prisma.$queryRaw<Snapshot['undelivered'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(created_at))::float8 AS age
+    rt.db.prisma.$queryRaw<Snapshot['undelivered'][]>`SELECT count(*)::int AS n, extract(epoch FROM now() - min(created_at))::float8 AS age
       FROM deliveries WHERE status = 'pending'`,
   ]);
   return { byStatus, due, undelivered };
@@ -96,7 +96,7 @@ async function readSnapshot(rt: Runtime): Promise<Snapshot> {
 
 /** Each relayer's balance from its chain family; a relayer whose read fails is left out. */
 async function readBalances(rt: Runtime): Promise<Balance[]> {
-  const relayers = await rt.prisma.relayer.findMany();
+  const relayers = await rt.db.prisma.relayer.findMany();
   const read = await Promise.all(
     relayers.map(async (r) => {
       const family = rt.families.pipeline(r.networkType);

@@ -59,21 +59,22 @@ describe.runIf(families.has('evm'))('sends while the worker has no room', () => 
     const room = new Promise<void>((resolve) => {
       open = resolve;
     });
-    const own = svc.rt.roomForSends;
-    svc.rt.roomForSends = () => room;
+    const worker = svc.rt.work.to!;
+    const own = worker.roomForSends;
+    worker.roomForSends = () => room;
     try {
-      const before = await svc.rt.prisma.transaction.count();
+      const before = await svc.rt.db.prisma.transaction.count();
       const sent = svc.request('POST', '/api/v1/relayers/evm-relayer/transactions', { value: 1, to: RECEIVER });
       await new Promise((r) => setTimeout(r, 300));
-      expect(await svc.rt.prisma.transaction.count()).toBe(before);
+      expect(await svc.rt.db.prisma.transaction.count()).toBe(before);
       open();
       const res = await sent;
       expect(res.status).toBe(200);
       const body = await envelope(res);
       expect(body.data).toMatchObject({ status: expect.any(String), to: RECEIVER, value: '1' });
-      expect(await svc.rt.prisma.transaction.count()).toBe(before + 1);
+      expect(await svc.rt.db.prisma.transaction.count()).toBe(before + 1);
     } finally {
-      svc.rt.roomForSends = own;
+      worker.roomForSends = own;
     }
   });
 });

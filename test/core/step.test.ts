@@ -19,8 +19,8 @@ describe('the core step', () => {
   });
   afterAll(() => svc?.stop());
 
-  const relayerOf = () => svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
-  const row = (id: string) => svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  const relayerOf = () => svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } });
+  const row = (id: string) => svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
   async function leasedRow() {
     const [tx] = await insertTransactions(
       svc.rt,
@@ -100,7 +100,7 @@ describe('the core step', () => {
   it('sends nothing once the lease was lost: what would be sent could not be written', async () => {
     log.length = 0;
     const tx = await leasedRow();
-    await svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${tx.id}`;
+    await svc.rt.db.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${tx.id}`;
     await runStep(svc.rt, 'fake', family, await relayerOf(), [tx]);
     expect(log).toEqual(['observe 1', 'decide seen', 'sign (row pending)', 'crash fake.send.signed', 'record sign']);
     expect(await row(tx.id)).toMatchObject({ status: 'pending', hash: null, leaseOwner: 'other-instance' });

@@ -6,17 +6,12 @@ import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
 import { readRelayers } from '../../src/core/relayers/service.js';
 import { transactionUpdates } from '../../src/core/notifications/events.js';
-import {
-  CLAIM_MINED,
-  claimMinedNonces,
-  insertTransactions,
-  saveTransactions,
-  TRANSACTION_COLUMNS,
-  type NewTransaction,
-} from '../../src/core/transactions/store.js';
+import { CLAIM_MINED, claimMinedNonces, insertTransactions, saveTransactions, TRANSACTION_COLUMNS } from '../../src/core/transactions/store.js';
+import type { NewTransaction } from '../../src/core/transactions/rows.js';
 import { createState } from '../../src/core/state.js';
 import { heldDueMs } from '../../src/core/transactions/held.js';
-import { createHeld, type Runtime } from '../../src/core/runtime.js';
+import type { Runtime } from '../../src/core/runtime.js';
+import { line } from '../../src/lib/line.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { families } from '../support/families.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
@@ -50,18 +45,15 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
 
   /** The relayer of every row, here without a notification: the insert queues no delivery. */
   const NO_HOOK = { relayers: [{ id: 'r', notificationId: null }] };
-  const handle = () => ({ db, families, wakeDeliveries: () => {} });
+  const handle = () => ({ db, families, notifications: { events: { publish() {} }, sender: line() } }) as unknown as Runtime;
   /** A runtime of instance `w` for the step's saves and claims; `publish` sees what they publish. */
   const runtime = (publish: (topic: string, key: string, tx: Transaction) => void = () => {}) =>
     ({
       db,
-      prisma: db.prisma,
       instanceId: 'w',
       families,
-      held: createHeld(),
       state: createState(),
-      pubsub: { publish },
-      wakeDeliveries: () => {},
+      notifications: { events: { publish }, sender: line() },
       metrics: createMetrics(),
     }) as unknown as Runtime;
   const full = (nonce: bigint): NewTransaction => ({
@@ -453,7 +445,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     const claim = () => claimDue(db, 'transactions', { owner: 'next life', limit: 10, leaseMs: 30_000, where: `relayer_id = 'handed'` });
     expect(await claim()).toEqual([]);
 
-    await dropStaleLeases({ db, env: { instanceId: 'me' }, instanceId: 'me' } as unknown as Runtime, 'transactions');
+    await dropStaleLeases(db, 'me', 'transactions');
     const after = await db.prisma.transaction.findUniqueOrThrow({ where: { id: row.id } });
     expect(after).toMatchObject({ leaseOwner: null, leaseUntil: null });
     expect(after.dueAt!.getTime()).toBeLessThanOrEqual(Date.now());

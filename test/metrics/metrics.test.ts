@@ -63,10 +63,10 @@ describe('Prometheus metrics', () => {
     // Every status change was delivered, and the outcome of the last one recorded.
     await waitFor(() => receiver.received.some((r) => r.body?.payload?.id === id && r.body.payload.status === 'confirmed'), 'the confirmed webhook', 30_000);
     const delivered = await waitFor(async () => {
-      const pending = await service.rt.prisma.delivery.count({ where: { status: 'pending' } });
-      return pending === 0 && (await service.rt.prisma.delivery.count({ where: { status: 'delivered' } }));
+      const pending = await service.rt.db.prisma.delivery.count({ where: { status: 'pending' } });
+      return pending === 0 && (await service.rt.db.prisma.delivery.count({ where: { status: 'delivered' } }));
     }, 'every delivery recorded');
-    await waitFor(async () => (await service.rt.prisma.relayer.findUnique({ where: { id: 'dead-relayer' } }))?.systemDisabled, 'the dead relayer disabled');
+    await waitFor(async () => (await service.rt.db.prisma.relayer.findUnique({ where: { id: 'dead-relayer' } }))?.systemDisabled, 'the dead relayer disabled');
 
     const all = await scrape();
 
@@ -185,7 +185,7 @@ describe('chain trouble', () => {
       const url = service.anvil!.url;
       const metrics = async () => parseMetrics(await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text());
       const relayer = { relayer_id: 'evm-relayer' };
-      await waitFor(async () => (await service.rt.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce !== null, 'the relayer check');
+      await waitFor(async () => (await service.rt.db.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce !== null, 'the relayer check');
       await rpc(url, 'evm_setAutomine', [false]);
       const sent = await service.request('POST', '/api/v1/relayers/evm-relayer/transactions', { to: RECEIVER, value: 2 });
       expect(sent.status).toBe(200);
@@ -208,7 +208,7 @@ describe('chain trouble', () => {
         'the nonce correction',
         30_000,
       );
-      expect((await service.rt.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce).toBe(2n);
+      expect((await service.rt.db.prisma.relayer.findUnique({ where: { id: 'evm-relayer' } }))?.nextNonce).toBe(2n);
     } finally {
       await service.stop();
     }

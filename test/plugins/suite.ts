@@ -187,7 +187,7 @@ export function pluginSuite(db: 'pglite' | 'postgres', run = true) {
         after: [],
       });
       // The counter plugin's keys are its own.
-      const counter = await svc.rt.prisma.pluginKv.findUnique({ where: { namespace_key: { namespace: 'counter', key: 'count' } } });
+      const counter = await svc.rt.db.prisma.pluginKv.findUnique({ where: { namespace_key: { namespace: 'counter', key: 'count' } } });
       expect(counter?.value).toBe(2);
     });
 

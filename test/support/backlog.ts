@@ -11,7 +11,7 @@ import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from './se
  * deliveries each to `notificationId`, due in `dueInMs` (default now): one INSERT.
  */
 export async function seedBacklog(
-  rt: Pick<Runtime, 'prisma'>,
+  rt: Pick<Runtime, 'db'>,
   o: {
     notificationId: string;
     relayerId?: string;
@@ -22,7 +22,7 @@ export async function seedBacklog(
     followersDueInMs?: number;
   },
 ): Promise<void> {
-  await rt.prisma.$executeRawUnsafe(
+  await rt.db.prisma.$executeRawUnsafe(
     `WITH tx AS (
        INSERT INTO transactions (id, relayer_id, network_type, "from", value, request, due_at, updated_at)
        SELECT gen_random_uuid()::text, $1, 'evm', $2, '0', '{}'::jsonb, NULL, now() FROM generate_series(1, $3)

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { App } from '../../src/app.js';
-import type { Route } from '../../src/api/rest/routes.js';
+import type { Route } from '../../src/api/rest/route.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import type { z } from 'zod';
 import { isInteger } from '../../src/api/rest/fields.js';
@@ -137,8 +137,8 @@ export function refusalProblem(status: number, contentType: string | null, text:
 }
 
 /** Row counts and a digest of every table the routes write. */
-export async function storedState(rt: Pick<Runtime, 'prisma'>): Promise<string> {
-  const rows = await rt.prisma.$queryRawUnsafe<{ f: string }[]>(`
+export async function storedState(rt: Pick<Runtime, 'db'>): Promise<string> {
+  const rows = await rt.db.prisma.$queryRawUnsafe<{ f: string }[]>(`
     SELECT concat_ws('|',
       (SELECT count(*) || ':' || md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM relayers t),
       (SELECT count(*) || ':' || md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM transactions t),
@@ -153,7 +153,7 @@ export async function storedState(rt: Pick<Runtime, 'prisma'>): Promise<string> 
  */
 export async function runHostile(o: {
   app: App;
-  rt: Pick<Runtime, 'prisma'>;
+  rt: Pick<Runtime, 'db'>;
   apiKey: string;
   routes: Route[];
   cases: number;

@@ -1,7 +1,7 @@
 import { createApiKey, deleteApiKey, getApiKey, listApiKeys } from '../../core/access/keys.js';
 import type { ApiKey as ApiKeyRow } from '../../generated/prisma/client.js';
 import { RATE_LIMITED } from './rate-limit.js';
-import type { SchemaParts } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import { needs, needsSome, readNeed } from './access.js';
 
 /** API keys: their records (never the key, but once at creation), list, permissions, create and delete. */

@@ -7,8 +7,6 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import type PrismaTypes from '../../generated/pothos-types.js';
 import { getDatamodel } from '../../generated/pothos-types.js';
 import type { Context } from './context.js';
-import type { FamilySpecs } from '../../core/registry.js';
-import type { GraphQLFields } from './fields.js';
 import type { PageAsk, Paged, Pagination } from '../../core/page.js';
 import { BigIntScalar, DateTimeScalar, JSONScalar, LongScalar } from './scalars.js';
 import { scopeAuth, type Scopes } from './access.js';
@@ -37,7 +35,7 @@ export function createBuilder() {
     defaultFieldNullability: false,
     directives: { useGraphQLToolsUnorderedDirectives: true },
     prisma: {
-      client: (ctx) => ctx.rt.prisma,
+      client: (ctx) => ctx.rt.db.prisma,
       dmmf: getDatamodel(),
       exposeDescriptions: false,
       filterConnectionTotalCount: true,
@@ -110,6 +108,3 @@ export function pageAsk(info: GraphQLResolveInfo): PageAsk {
     total: pagination.length > 0 && subFields(info, paginationType, pagination).some((f) => f.name.value === 'totalItems'),
   };
 }
-
-/** What the parts of one schema are built with: its builder, the chain families it offers, and helpers on that builder. */
-export type SchemaParts = { builder: Builder; families: FamilySpecs } & ReturnType<typeof paging> & GraphQLFields;

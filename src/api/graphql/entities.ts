@@ -5,7 +5,7 @@ import { createRelayer, deleteRelayer, relayerBalance, relayerStatus, type Relay
 import { createSigner, deleteSigner, getSigner, listSigners, updateSigner, type SignerView } from '../../core/signers.js';
 import { cancelPendingTransactions, type CancelPendingResult } from '../../core/transactions/cancel.js';
 import { getTransactionByNonce } from '../../core/transactions/service.js';
-import type { SchemaParts } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import type { relayerTypes } from './relayers.js';
 import { listTest, needs, needsSome, OPEN, readNeed } from './access.js';
 

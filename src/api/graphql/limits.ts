@@ -1,7 +1,7 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { GraphQLError, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { GraphQLLimits } from '../../config/env.js';
+import type { GraphQLLimits } from '../../core/settings.js';
 
 // spec: false makes yoga answer 400 even to `Accept: application/json`, where it answers 200 to
 // other validation errors (GraphQL over HTTP): a refused document is the client's error.

@@ -1,6 +1,6 @@
 import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { HttpLabels, Metrics } from '../../metrics/index.js';
+import type { HttpLabels, Metrics } from '../../core/metrics.js';
 
 /** Names the GraphQL operation of a request in its metrics labels (REST routes run named operations too). */
 export function operationLabels(metrics: Metrics): Plugin {

@@ -8,7 +8,7 @@ import {
   redeliver,
   updateNotification,
 } from '../../core/notifications/service.js';
-import type { SchemaParts } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import { listWhere, needs, needsSome, readNeed } from './access.js';
 
 /** Notifications (webhook targets) and their deliveries. */

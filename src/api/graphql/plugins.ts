@@ -5,7 +5,7 @@ import { callPlugin, getPlugin, listPlugins, type PluginInfo, updatePlugin } fro
 import { settingsUpdate } from '../../core/plugins/settings.js';
 import { pluginApi } from '../plugin-api.js';
 import { listTest, needs, needsSome, readNeed } from './access.js';
-import type { SchemaParts } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import { RATE_LIMITED } from './rate-limit.js';
 
 const multi = z.record(z.string(), z.array(z.string()));

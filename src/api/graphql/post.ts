@@ -6,7 +6,7 @@ import { type Context, type LocalCall, requestContext } from './context.js';
 import { readGraphQLBody } from './input.js';
 import type { OperationRunner } from './run.js';
 import type { Runtime } from '../../core/runtime.js';
-import type { HttpLabels } from '../../metrics/index.js';
+import type { HttpLabels } from '../../core/metrics.js';
 
 // The common request to /graphql (a JSON POST of a query or mutation) answered without yoga's
 // per-request pipeline: the document is parsed and validated by yoga's own parse and validate (with
@@ -59,6 +59,7 @@ export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, ru
 
   /** Requests answered each way (tests check that the direct path is taken). */
   const answered = { direct: 0, yoga: 0 };
+  const acceptedMediaType = mediaTypes();
   async function handle(request: Request, server: ServerContext): Promise<Response> {
     const toYoga = (body?: string) => {
       answered.yoga++;
@@ -89,23 +90,23 @@ export function graphqlPost(yoga: YogaServerInstance<ServerContext, Context>, ru
 }
 
 /**
- * The media type yoga answers a single result with, for this Accept header (its rule: the last
- * match of the reversed list, utf-8 only), or null when yoga would pick another processor.
+ * The media type yoga answers a single result with, for an Accept header (its rule: the last match
+ * of the reversed list, utf-8 only), or null when yoga would pick another processor. Clients send
+ * few distinct Accept headers; any may come, so the memo is bounded.
  */
-export function acceptedMediaType(accept: string | null): string | null {
-  const key = accept ?? '';
-  let chosen = accepted.get(key);
-  if (chosen === undefined) {
-    chosen = chooseMediaType(accept);
-    if (accepted.size >= ACCEPT_CACHE_SIZE) accepted.clear();
-    accepted.set(key, chosen);
-  }
-  return chosen;
+function mediaTypes(cacheSize = 100): (accept: string | null) => string | null {
+  const chosen = new Map<string, string | null>();
+  return (accept) => {
+    const key = accept ?? '';
+    let media = chosen.get(key);
+    if (media === undefined) {
+      media = chooseMediaType(accept);
+      if (chosen.size >= cacheSize) chosen.clear();
+      chosen.set(key, media);
+    }
+    return media;
+  };
 }
-
-// Clients send few distinct Accept headers; any may come, so the memo is bounded.
-const ACCEPT_CACHE_SIZE = 100;
-const accepted = new Map<string, string | null>();
 
 function chooseMediaType(accept: string | null): string | null {
   const asked = (accept || '*/*')

@@ -15,7 +15,7 @@ export const RATE_LIMITED = { rateLimit: { limit: 1, duration: 1 } } as const;
 /**
  * Wraps each marked field below the root (a relayer's transactions) to take a token of the
  * caller's budget each time it resolves, once per item of the list it is in; the token is taken
- * from the request's own runtime (ctx.rt.rateLimit), so one schema serves every runtime in the
+ * from the request's own runtime (ctx.rt.access.rateLimit), so one schema serves every runtime in the
  * process (tests run several). Root fields are left as they are: their tokens are taken before
  * execution (rateLimitPlugin, operationRunner), and a wrapper there cost every send two promise
  * turns for nothing.
@@ -25,7 +25,7 @@ export function applyRateLimits(schema: GraphQLSchema): GraphQLSchema {
   return wrapResolvers(schema, (field, typeName) => {
     if (roots.has(typeName) || !getDirective(schema, field, 'rateLimit')?.length) return undefined;
     return (resolve) => async (source, args, ctx, info) => {
-      const wait = await ctx.rt.rateLimit.take(ctx.caller.budget);
+      const wait = await ctx.rt.access.rateLimit.take(ctx.caller.budget);
       if (wait > 0) throw rateLimited(wait / 1000);
       return resolve(source, args, ctx, info);
     };
@@ -85,7 +85,7 @@ export async function takeTokens(ctx: Context, count: number, status: number): P
     Object.assign(error.extensions, { http: { status: 400 } });
     return error;
   }
-  const wait = await ctx.rt.rateLimit.take(ctx.caller.budget, count);
+  const wait = await ctx.rt.access.rateLimit.take(ctx.caller.budget, count);
   if (wait <= 0) return null;
   // Ends before error masking, which sets the HTTP status of the other errors.
   const error = rateLimited(wait / 1000);

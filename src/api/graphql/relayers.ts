@@ -1,6 +1,6 @@
 import { RATE_LIMITED } from './rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from '../../core/relayers/service.js';
-import type { SchemaParts } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import { listWhere, needs, needsSome, readNeed } from './access.js';
 
 /** Relayers: the NetworkType enum (the families offered), the Relayer type, its queries and update. */

@@ -1,7 +1,7 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQLSchema, getOperationAST } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
-import type { HttpLabels, Metrics } from '../../metrics/index.js';
+import type { HttpLabels, Metrics } from '../../core/metrics.js';
 import type { Context } from './context.js';
 import { inputError } from './input.js';
 import { rateLimitedRootFields, takeTokens } from './rate-limit.js';

@@ -1,13 +1,7 @@
 import { RATE_LIMITED } from './rate-limit.js';
-import {
-  relayerRpc,
-  signMessage,
-  signTransaction,
-  signTypedData,
-  type MessageSignature,
-  type SignedTransaction,
-} from '../../core/relayers/sign-and-forward.js';
-import type { SchemaParts } from './builder.js';
+import { relayerRpc, signMessage, signTransaction, signTypedData } from '../../core/relayers/sign-and-forward.js';
+import type { MessageSignature, SignedTransaction } from '../../core/relayers/direct.js';
+import type { SchemaParts } from './parts.js';
 import { needs } from './access.js';
 
 /** Signing without sending, and the JSON-RPC passthrough. */

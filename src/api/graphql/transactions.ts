@@ -7,7 +7,8 @@ import { cancelTransaction, replaceTransaction } from '../../core/transactions/c
 import { getTransaction, listTransactions, type PageInfo, sendTransaction } from '../../core/transactions/service.js';
 import { toCursor } from '../../core/page.js';
 import type { Transaction as TransactionRow } from '../../generated/prisma/client.js';
-import { pageAsk, type SchemaParts } from './builder.js';
+import { pageAsk } from './builder.js';
+import type { SchemaParts } from './parts.js';
 import type { relayerTypes } from './relayers.js';
 import { needs, needsSome, whileValid, readNeed } from './access.js';
 import { allows } from '../../core/access/permissions.js';
@@ -169,8 +170,8 @@ export function transactionTypes(
         if (!a.transactionId && !a.relayerId) throw invalid('give transactionId or relayerId');
         // Listening starts before the checks, so no change published once this returns is missed.
         const updates = a.transactionId
-          ? listenNow(ctx.rt.pubsub.subscribe('transaction:id', String(a.transactionId)))
-          : listenNow(ctx.rt.pubsub.subscribe('transaction:relayer', String(a.relayerId)));
+          ? listenNow(ctx.rt.notifications.events.subscribe('transaction:id', String(a.transactionId)))
+          : listenNow(ctx.rt.notifications.events.subscribe('transaction:relayer', String(a.relayerId)));
         try {
           if (a.transactionId) {
             const tx = await getTransaction(ctx.rt, String(a.transactionId), a.relayerId ? String(a.relayerId) : null);

@@ -9,12 +9,11 @@ import { z } from 'zod';
 import { createInput } from '../../core/access/keys.js';
 import { paging, snakeShape } from './fields.js';
 import { paginationRecord, type JsonSchema } from './records.js';
-import type { Route } from './routes.js';
+import { type Route, route } from './route.js';
 
 // The reference's /api/v1/api-keys routes and records; here the permissions are enforced
 // (docs/api-keys.md).
 
-const route = <TData>(r: Route<TData>): Route => r as Route;
 const keyId = { api_key_id: { gql: 'id', description: "The API key's id." } };
 
 const keyRecord = (k: Omit<RestApiKeyFragment, '__typename'>) => ({

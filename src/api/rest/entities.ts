@@ -27,13 +27,12 @@ import { json } from './envelope.js';
 import { int64 } from '../../lib/validate.js';
 import { paging, snakeShape } from './fields.js';
 import { paginationRecord, type JsonSchema, type RestRecords } from './records.js';
-import type { Route } from './routes.js';
+import { type Route, route } from './route.js';
 
 // The routes of OpenZeppelin Relayer v1.8 beyond the interface spec, with the reference's paths,
 // bodies and records (as @openzeppelin/relayer-sdk has them): readiness, relayer create/delete/
 // status/balance, transactions by nonce and the cancel of all pending ones, signers, networks.
 
-const route = <TData>(r: Route<TData>): Route => r as Route;
 const relayer = { relayer_id: { gql: 'id', description: "The relayer's unique identifier." } };
 
 /** A u128 as a JSON number (the reference's), keeping every digit. */

@@ -1,7 +1,7 @@
 import { Response } from '@whatwg-node/fetch';
 import type { Caller } from '../../core/access/keys.js';
 import type { z } from 'zod';
-import { type GraphQLError, type GraphQLSchema, isEnumType, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { type GraphQLError, type GraphQLSchema, isEnumType, type OperationDefinitionNode } from 'graphql';
 import { type LocalCall, requestContext } from '../graphql/context.js';
 import { rateLimitedRootFields } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
@@ -15,8 +15,9 @@ import { fail, json, ok } from './envelope.js';
 import { camel, check, fromText, graphqlNames, typeProblem } from './fields.js';
 import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
-import { restRoutes, type Route } from './routes.js';
-import type { HttpLabels } from '../../metrics/index.js';
+import { restRoutes } from './routes.js';
+import type { CompiledRoute, Route } from './route.js';
+import type { HttpLabels } from '../../core/metrics.js';
 
 export interface RestContext {
   requestId: string;
@@ -29,15 +30,6 @@ export interface RestContext {
 
 const OPENAPI_PATH = '/api/v1/openapi.json';
 const DOCS_PATH = '/api/v1/docs';
-
-export interface CompiledRoute {
-  route: Route;
-  segments: (string | { param: string })[];
-  document: DocumentNode;
-  operationName: string;
-  /** How many rate-limited root fields it runs (its field carries @rateLimit: one). */
-  rateLimited: number;
-}
 
 /** Reads enum values from the schema, so the adapter and the GraphQL enum never disagree. */
 export function schemaEnums(schema: GraphQLSchema): EnumValues {

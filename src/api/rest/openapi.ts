@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FamilySpec } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
-import type { CompiledRoute } from './handler.js';
+import type { CompiledRoute } from './route.js';
 import { directSchemas, laterRoutes } from './sign-and-forward.js';
 import { entitySchemas } from './entities.js';
 import { apiKeySchemas } from './api-keys.js';

@@ -12,12 +12,11 @@ import { settingsUpdate } from '../../core/plugins/settings.js';
 import { json } from './envelope.js';
 import { paging, snakeShape } from './fields.js';
 import { paginationRecord, type JsonSchema } from './records.js';
-import type { Route } from './routes.js';
+import { type Route, route } from './route.js';
 
 // The reference's /api/v1/plugins routes. A call's answer is the envelope with the handler's
 // result (or the bare result with raw_response), its status the plugin's own on failure.
 
-const route = <TData>(r: Route<TData>): Route => r as Route;
 const pluginId = { plugin_id: { gql: 'id', description: "The plugin's id." } };
 
 const pluginRecord = (p: Omit<RestPluginFragment, '__typename'>) => ({

@@ -8,7 +8,7 @@ import {
 import { z } from 'zod';
 import { BYTES32 } from '../../core/relayers/sign-and-forward.js';
 import type { JsonSchema } from './records.js';
-import type { Route } from './routes.js';
+import type { Route } from './route.js';
 
 // The REST routes of signing without sending and of the JSON-RPC passthrough (the reference's
 // paths and bodies), their response schemas, and the reference's routes this service does not

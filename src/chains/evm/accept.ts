@@ -3,7 +3,7 @@ import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid, unavailable } from '../../core/domain-error.js';
 import type { Accepted } from '../../core/transactions/pipeline.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
-import { TRANSFER_GAS, type EvmRequest } from './spec.js';
+import { TRANSFER_GAS, type EvmRequest } from './request.js';
 import type { Runtime } from '../../core/runtime.js';
 import { evmContext, EvmSetupError, type EvmContext } from './context.js';
 import { revertReason } from './node-errors.js';

@@ -74,18 +74,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-// Anvil children still running; killed synchronously if this process exits.
-const running = new Set<ChildProcess>();
-let exitHookInstalled = false;
-function trackChild(child: ChildProcess): void {
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.on('exit', () => {
-      for (const c of running) c.kill('SIGKILL');
-    });
-  }
+/** Kills the anvil child synchronously if this process exits while it runs. */
+function killOnExit(child: ChildProcess): void {
+  const kill = () => child.kill('SIGKILL');
+  process.on('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
 }
 
 class AddressInUseError extends Error {}
@@ -116,7 +109,7 @@ async function launch(port: number, opts: AnvilOptions): Promise<AnvilInstance> 
 
   const silent = opts.silent ?? true;
   const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  trackChild(child);
+  killOnExit(child);
 
   // Wait for anvil's own "Listening on" line, not just any answer on the port:
   // with a port race, something else could be answering there.

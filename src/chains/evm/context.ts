@@ -1,13 +1,14 @@
-import type { Network, RpcEndpoint } from '../../core/networks.js';
+import type { Network, RpcEndpoint } from '../../core/settings.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { readEvmPolicy, type EvmPolicy } from './spec.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
+import { readEvmPolicy, type EvmPolicy } from './request.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { createEvmRpc, type EvmRpc } from './rpc-client.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
-import { rpcObserver } from '../../metrics/rpc-observer.js';
+import { rpcObserver } from '../rpc-observer.js';
 
 /** Everything the pipeline needs to act for one EVM relayer, resolved from its row and the config. */
 export interface EvmContext {
@@ -78,7 +79,7 @@ export function evmContext(rt: Runtime, relayer: Relayer): EvmContext {
   if (!network) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" is not in the configuration`);
   if (network.chainId === undefined) throw new EvmSetupError('NetworkNotFound', `network "${relayer.network}" has no chain_id`);
   const { policy, endpoints, key } = partsOf(rt, relayer, network);
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'evm'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'evm'));
   return {
     relayer,
     network,

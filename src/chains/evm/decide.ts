@@ -5,7 +5,7 @@ import type { Hex } from 'viem';
 import { canonicalJson } from '../../lib/json.js';
 import type { Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import { type Held, heldDueMs } from '../../core/transactions/held.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/rows.js';
 import type { BroadcastVerdict } from './node-errors.js';
 import { maxPricePerGas, type FeesJson } from './pricing.js';
 import type { FeeParams } from './fees.js';

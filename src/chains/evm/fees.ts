@@ -1,6 +1,6 @@
 import { toHex, type Address, type Hex } from 'viem';
 import type { RpcRequester } from './rpc-client.js';
-import { SPEEDS, type Speed } from './spec.js';
+import { SPEEDS, type Speed } from './request.js';
 
 export type { Speed };
 

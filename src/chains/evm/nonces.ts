@@ -36,10 +36,10 @@ export async function chainNonces(ctx: EvmContext): Promise<{ latest: bigint; pe
 export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ next: bigint; filled: bigint[] }> {
   const id = ctx.relayer.id;
   const { pending } = await chainNonces(ctx);
-  const row = await rt.prisma.relayer.findUnique({ where: { id }, select: { nextNonce: true } });
+  const row = await rt.db.prisma.relayer.findUnique({ where: { id }, select: { nextNonce: true } });
   if (!row) return { next: pending, filled: [] };
   if (row.nextNonce === null || row.nextNonce < pending) {
-    const [r] = await rt.prisma.$queryRaw<{ next: bigint }[]>`
+    const [r] = await rt.db.prisma.$queryRaw<{ next: bigint }[]>`
       UPDATE relayers SET next_nonce = GREATEST(COALESCE(next_nonce, 0), ${pending}) WHERE id = ${id} RETURNING next_nonce AS next`;
     if (row.nextNonce !== null) rt.log.info({ relayerId: id, from: row.nextNonce.toString(), to: pending.toString() }, 'nonce counter moved up to the chain');
     if (row.nextNonce !== null) rt.metrics.nonceReconciliations.inc({ relayer_id: id, change: 'moved_up' });
@@ -48,7 +48,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
   if (row.nextNonce === pending) return { next: pending, filled: [] };
 
   // The counter is ahead of the chain: fine while the transactions holding those nonces are on their way.
-  const lowered = await rt.prisma.$executeRaw`
+  const lowered = await rt.db.prisma.$executeRaw`
     UPDATE relayers SET next_nonce = ${pending}
     WHERE id = ${id} AND next_nonce = ${row.nextNonce}
       AND NOT EXISTS (SELECT 1 FROM transactions WHERE relayer_id = ${id} AND nonce >= ${pending})`;
@@ -60,7 +60,7 @@ export async function reconcileNonces(rt: Runtime, ctx: EvmContext): Promise<{ n
     );
     return { next: pending, filled: [] };
   }
-  const held = await rt.prisma.transaction.findMany({
+  const held = await rt.db.prisma.transaction.findMany({
     where: { relayerId: id, nonce: { gte: pending, lt: row.nextNonce } },
     select: { nonce: true },
   });
@@ -128,6 +128,6 @@ async function fillGap(rt: Runtime, ctx: EvmContext, n: bigint): Promise<boolean
   }
   rt.log.warn({ relayerId: relayer.id, nonce: n.toString(), transactionId: tx.id }, 'filled a nonce gap');
   publishTransaction(rt, tx);
-  rt.wake();
+  rt.work.to?.wake();
   return true;
 }

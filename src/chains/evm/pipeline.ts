@@ -4,7 +4,8 @@ import { invalid, unavailable } from '../../core/domain-error.js';
 import { RelayerCheckError } from '../../core/domain-error.js';
 import type { Accepted, ChainFamily } from '../../core/transactions/pipeline.js';
 import { FINAL_STATUSES } from '../../core/transactions/service.js';
-import { saveTransactions, type TransactionPatch } from '../../core/transactions/store.js';
+import { saveTransactions } from '../../core/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/rows.js';
 import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
 import { type EvmContext, evmContext, EvmSetupError } from './context.js';
@@ -76,7 +77,7 @@ async function save(rt: Runtime, tx: Transaction, owner: string, patch: Transact
   const saved = await saveTransactions(rt, owner, [{ before: tx, patch: { ...patch, dueAt: new Date() }, release: true }]);
   const row = saved.get(tx.id);
   if (!row) throw new Error(`lease of transaction ${tx.id} lost`);
-  rt.wake();
+  rt.work.to?.wake();
   return row;
 }
 

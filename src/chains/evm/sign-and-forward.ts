@@ -4,14 +4,15 @@ import { concat, keccak256, type Hex } from 'viem';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/domain-error.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers/sign-and-forward.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
+import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers/direct.js';
 import { RPC_CODES, unreachable } from '../../core/relayers/rpc-rules.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { rpcEndpoints, rpcFor } from './context.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): EvmSigner {
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'evm'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'evm'));
   if (signer?.kind !== 'evm' || signer.address.toLowerCase() !== relayer.address.toLowerCase()) {
     throw invalid(`relayer ${relayer.id} has no signer for its address on this service`);
   }

@@ -1,81 +1,8 @@
 import { z } from 'zod';
-import { camelShape, defineFamily, graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
-import { boundedInt, evmAddress, hexData, INT64_MAX, readStored, rfc3339, u128 } from '../../lib/validate.js';
+import { defineFamily } from '../../core/family-spec.js';
+import { evmFields, evmPolicy, evmShape } from './request.js';
 
 // The EVM family's contract (core/family-spec.ts): what the rest of the service knows of it.
-
-/** The gas of a plain transfer: no transaction takes less. */
-export const TRANSFER_GAS = 21_000n;
-
-/** Pricing speeds, slowest first (fees.ts reads fee history percentiles in this order). */
-export const SPEEDS = ['safeLow', 'average', 'fast', 'fastest'] as const;
-export type Speed = (typeof SPEEDS)[number];
-
-export const evmPolicy = z
-  .object({
-    eip1559_pricing: z.boolean(),
-    gas_limit_estimation: z.boolean(),
-    gas_price_cap: u128,
-    min_balance: u128,
-    private_transactions: z.boolean(),
-    whitelist_receivers: z.array(evmAddress),
-  })
-  .partial()
-  .strict();
-
-export type EvmPolicy = z.output<typeof evmPolicy>;
-
-/** Stored EVM policies with integer fields back as bigint. */
-export const readEvmPolicy = (stored: unknown): EvmPolicy => readStored(evmPolicy, stored);
-
-/** Shape A of the send route (spec 4.1), by REST name. */
-const evmFields = z
-  .object({
-    value: u128
-      .meta({ description: 'Shape A (EVM), required: wei to send (u128, >= 0).' })
-      .register(graphqlInfo, { description: 'EVM: wei to send (u128), required.' }),
-    to: evmAddress.nullish().meta({ description: 'Shape A: recipient address; absent for contract creation.' }),
-    data: hexData.nullish().meta({ description: 'Shape A: 0x-prefixed call data.' }),
-    gas_limit: boundedInt(TRANSFER_GAS, INT64_MAX, 'int64')
-      .nullish()
-      .meta({ description: `Shape A: int64, >= ${TRANSFER_GAS}; estimated when absent (policy gas_limit_estimation).` }),
-    gas_price: u128.optional().meta({ description: 'Shape A: legacy gas price (wei, >= 0).' }),
-    max_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 max fee per gas (wei, >= 0).' }),
-    max_priority_fee_per_gas: u128.optional().meta({ description: 'Shape A: EIP-1559 priority fee per gas (wei, >= 0).' }),
-    speed: z.enum(SPEEDS).meta({ id: 'Speed' }).optional().meta({ description: 'Shape A: pricing speed when no explicit gas price is given (default fast).' }),
-    valid_until: rfc3339
-      .nullish()
-      .meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' })
-      .register(graphqlInfo, validUntilInfo),
-  })
-  .strict();
-
-/** Shape A in GraphQL field names, with the rules between its fields. */
-export const evmShape = z
-  .object(camelShape(evmFields.shape))
-  .strict()
-  .superRefine((r, ctx) => {
-    const eip1559 = r.maxFeePerGas !== undefined || r.maxPriorityFeePerGas !== undefined;
-    if (r.gasPrice !== undefined && eip1559) {
-      ctx.addIssue({ code: 'custom', path: ['gasPrice'], message: 'cannot be combined with max_fee_per_gas / max_priority_fee_per_gas' });
-    }
-    if (eip1559 && (r.maxFeePerGas === undefined || r.maxPriorityFeePerGas === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [r.maxFeePerGas === undefined ? 'maxFeePerGas' : 'maxPriorityFeePerGas'],
-        message: 'max_fee_per_gas and max_priority_fee_per_gas must be given together',
-      });
-    }
-    if (r.maxFeePerGas !== undefined && r.maxPriorityFeePerGas !== undefined && r.maxPriorityFeePerGas > r.maxFeePerGas) {
-      ctx.addIssue({ code: 'custom', path: ['maxPriorityFeePerGas'], message: 'must not exceed max_fee_per_gas' });
-    }
-    if ((r.gasPrice !== undefined || eip1559) && r.speed !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['speed'], message: 'cannot be combined with explicit gas prices' });
-    }
-    if (!r.to && !r.data) ctx.addIssue({ code: 'custom', path: ['data'], message: 'required when to is absent (contract creation)' });
-  });
-
-export type EvmRequest = z.output<typeof evmShape>;
 
 export const evmSpec = defineFamily({
   type: 'evm',

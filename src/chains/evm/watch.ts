@@ -185,9 +185,10 @@ function wake(w: Watch, latest: bigint, all = false) {
  * never signed that the send window now lets in.
  */
 async function claimMined(rt: Runtime, ranges: NonceRange[], unsigned = false) {
-  if (!rt.handOff || ranges.length === 0) return; // the worker stopped
+  if (!rt.work.to || ranges.length === 0) return; // the worker stopped
   const rows = await claimMinedNonces(rt, ranges, unsigned);
-  if (rows.length > 0) rt.handOff(rows.sort(byNonce));
+  // A worker stopped meanwhile leaves them leased until the lease runs out.
+  if (rows.length > 0) rt.work.to?.handOff(rows.sort(byNonce));
 }
 
 /** Reads the mined nonce of every watch on `rpc` every `ms` while there are any. */

@@ -1,6 +1,6 @@
 // The Solana pipeline's decisions, as pure functions of what the chain answered.
 import type { Transaction } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/rows.js';
 import type { SignatureStatus } from './rpc-client.js';
 
 /** One signed form of a transaction, kept for as long as the transaction is tracked. */

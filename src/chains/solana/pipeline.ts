@@ -1,16 +1,17 @@
 // The Solana chain family: accepts shape B requests (a transaction whose fee payer is the
 // relayer) and works each through sign -> send -> track, with a fresh blockhash when one expires.
 import { CustodyError } from '../../signers/custody.js';
-import type { Network } from '../../core/networks.js';
+import type { Network } from '../../core/settings.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { invalid } from '../../core/domain-error.js';
 import { RelayerCheckError } from '../../core/domain-error.js';
 import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
 import type { SolanaSigner } from '../../signers/index.js';
-import { rpcObserver } from '../../metrics/rpc-observer.js';
+import { rpcObserver } from '../rpc-observer.js';
 import { clientCache, contextForCheck, endpointsOf } from '../plumbing.js';
 import { SolanaRequestError } from './request-error.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
@@ -52,7 +53,7 @@ const rpcFor = clientCache('solana rpc clients', (endpoints, rt) =>
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
   if (!network) throw new Error(`solana network "${relayer.network}" of relayer ${relayer.id} is not configured`);
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'solana'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'solana'));
   if (signer?.kind !== 'solana') throw new Error(`relayer ${relayer.id} has no solana signer`);
   return {
     relayer,

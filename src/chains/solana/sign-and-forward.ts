@@ -4,8 +4,9 @@ import { getBase58Decoder, getBase64Decoder, getTransactionEncoder, type Address
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/domain-error.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps } from '../../core/relayers/sign-and-forward.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
+import type { DirectOps } from '../../core/relayers/direct.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
@@ -15,7 +16,7 @@ import { checkSolanaPolicy, solanaPolicySchema } from './policy.js';
 import { decodeSolanaTx } from './transaction.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): SolanaSigner {
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'solana'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'solana'));
   if (signer?.kind !== 'solana' || signer.address !== relayer.address) throw invalid(`relayer ${relayer.id} has no signer for its address on this service`);
   return signer;
 }

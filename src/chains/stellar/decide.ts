@@ -1,6 +1,6 @@
 // The Stellar pipeline's decisions, as pure functions of what the chain answered.
 import type { Transaction } from '../../generated/prisma/client.js';
-import type { TransactionPatch } from '../../core/transactions/store.js';
+import type { TransactionPatch } from '../../core/transactions/rows.js';
 
 /** A transaction the chain recorded from the relayer's account at one sequence number. */
 export interface RecordedAtSequence {

@@ -2,7 +2,7 @@
 // sign -> send -> track, with the relayer's sequence numbers allocated like EVM nonces.
 import { CustodyError } from '../../signers/custody.js';
 import { Address, FeeBumpTransaction, TransactionBuilder, type Memo, type MemoType, type Transaction as StellarTx } from '@stellar/stellar-base';
-import type { Network } from '../../core/networks.js';
+import type { Network } from '../../core/settings.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { freeNonceOfFinal } from '../../core/transactions/store.js';
@@ -11,7 +11,8 @@ import { RelayerCheckError } from '../../core/domain-error.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } from './build.js';
 import { StellarRequestError } from './request-error.js';
@@ -35,7 +36,7 @@ import {
   type StellarState,
 } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
-import { rpcObserver } from '../../metrics/rpc-observer.js';
+import { rpcObserver } from '../rpc-observer.js';
 import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, long } from '../plumbing.js';
 
@@ -60,7 +61,7 @@ const rpcFor = clientCache('stellar rpc clients', (endpoints, rt) =>
 function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
   if (!network?.passphrase) throw new Error(`stellar network "${relayer.network}" of relayer ${relayer.id} is not configured`);
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'stellar'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'stellar'));
   if (signer?.kind !== 'stellar') throw new Error(`relayer ${relayer.id} has no stellar signer`);
   return {
     rt,
@@ -193,10 +194,10 @@ async function reconcile(c: Ctx, tx: Transaction, state: StellarState, which: 'o
     if (look.landed) return { ...none, n, chainSequence, signings, landed: look.landed };
     recorded = await search(c.relayer.address, n, look);
   }
-  const counter = (await c.rt.prisma.relayer.findUnique({ where: { id: c.relayer.id }, select: { nextNonce: true } }))?.nextNonce ?? null;
+  const counter = (await c.rt.db.prisma.relayer.findUnique({ where: { id: c.relayer.id }, select: { nextNonce: true } }))?.nextNonce ?? null;
   const openBelow =
     n > chainSequence + 1n &&
-    (await c.rt.prisma.transaction.findMany({ where: { relayerId: c.relayer.id, nonce: { gt: chainSequence, lt: n } }, select: { status: true } })).some(
+    (await c.rt.db.prisma.transaction.findMany({ where: { relayerId: c.relayer.id, nonce: { gt: chainSequence, lt: n } }, select: { status: true } })).some(
       (t) => !FINAL.includes(t.status),
     );
   return { n, chainSequence, landed: null, recorded, signings, counter, openBelow };
@@ -225,7 +226,7 @@ async function perform(c: Ctx, e: StellarEffect, tx: Transaction, state: Stellar
   if ('take' in e) {
     const { target, direction } = e.take;
     if (direction === 'up') {
-      const taken = await c.rt.prisma
+      const taken = await c.rt.db.prisma
         .$executeRaw`UPDATE relayers SET next_nonce = ${target + 1n} WHERE id = ${c.relayer.id} AND COALESCE(next_nonce, 0) <= ${target}`;
       return { taken: taken === 1 };
     }
@@ -236,7 +237,7 @@ async function perform(c: Ctx, e: StellarEffect, tx: Transaction, state: Stellar
   if ('look' in e) return { looked: await lookUpStellarTxs(c.rpc, e.look) };
   if ('reconcile' in e) return { reconciled: await reconcile(c, tx, state!, e.reconcile) };
   if ('lower' in e) {
-    await c.rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${e.lower} WHERE id = ${c.relayer.id} AND next_nonce = ${e.lower + 1n}`;
+    await c.rt.db.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${e.lower} WHERE id = ${c.relayer.id} AND next_nonce = ${e.lower + 1n}`;
     return { lowered: true };
   }
   return { submitted: await submitStellarTx(c.rpc, e.envelope) };
@@ -333,6 +334,6 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     if (!account) throw new RelayerCheckError('AccountNotFound', `the relayer account ${relayer.address} does not exist on network "${relayer.network}"`);
     // The account may have been used elsewhere meanwhile: never hand out a number the chain has passed.
     const next = account.sequence + 1n;
-    await rt.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${next} WHERE id = ${relayer.id} AND next_nonce < ${next}`;
+    await rt.db.prisma.$executeRaw`UPDATE relayers SET next_nonce = ${next} WHERE id = ${relayer.id} AND next_nonce < ${next}`;
   },
 };

@@ -5,8 +5,9 @@ import { TransactionBuilder } from '@stellar/stellar-base';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/domain-error.js';
-import { findNetwork, type Runtime } from '../../core/runtime.js';
-import type { DirectOps } from '../../core/relayers/sign-and-forward.js';
+import type { Runtime } from '../../core/runtime.js';
+import { findNetwork } from '../../core/networks.js';
+import type { DirectOps } from '../../core/relayers/direct.js';
 import type { StellarSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
@@ -14,7 +15,7 @@ import { signEnvelope } from './build.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
-  const signer = rt.signers.get(signerKey(relayer.signerId, 'stellar'));
+  const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'stellar'));
   if (signer?.kind !== 'stellar' || signer.address !== relayer.address) throw invalid(`relayer ${relayer.id} has no signer for its address on this service`);
   return signer;
 }

@@ -7,6 +7,8 @@ import { announce } from '../changes.js';
 import { forbidden, invalid, notFound } from '../domain-error.js';
 import { paged, toPage } from '../page.js';
 import type { Runtime } from '../runtime.js';
+import { slot } from '../state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import { covers, type Grant, grantsOf, parsePermission, visibleWhere, visible } from './permissions.js';
 
 /** Who is calling: the administrator (the API_KEY of the environment) or a stored key. */
@@ -41,15 +43,17 @@ const KEY_SHAPE = /^rk_[A-Za-z0-9_-]{43}$/;
 const digestOf = (value: string) => hash('sha256', value, 'hex');
 
 /**
- * How long a key read from the database is trusted here (rt.held.apiKeys) before it is read again:
+ * How long a key read from the database is trusted here (API_KEYS) before it is read again:
  * a deletion elsewhere is announced at once (PostgreSQL NOTIFY), and this bounds what a missed
  * notice can cost.
  */
 export const TRUST_MS = 1_000;
+/** Stored API keys by digest as last read, null for none. */
+const API_KEYS = slot('api keys', () => new ExpiringMap<string, Promise<Caller | null>>(TRUST_MS));
 
 function byDigest(rt: Runtime, digest: string): Promise<Caller | null> {
-  return rt.held.apiKeys.load(digest, async () => {
-    const k = await rt.prisma.apiKey.findUnique({ where: { digest } });
+  return rt.state(API_KEYS).load(digest, async () => {
+    const k = await rt.db.prisma.apiKey.findUnique({ where: { digest } });
     return k && { id: k.id, admin: false, grants: grantsOf(k.permissions as string[]), origins: k.allowedOrigins as string[], budget: `key:${k.id}`, digest };
   });
 }
@@ -66,7 +70,7 @@ export async function stillValid(rt: Runtime, caller: Caller): Promise<boolean> 
 
 /** Lets go of the keys held here after a deletion (here or announced): each is read again when next used. */
 export function forgetApiKeys(rt: Runtime) {
-  rt.held.apiKeys.clear();
+  rt.state(API_KEYS).clear();
 }
 
 const origin = z.string().refine((o) => o === '*' || /^https?:\/\/[^/\s?#]+$/i.test(o), 'must be * or an origin (scheme://host[:port], no path)');
@@ -102,7 +106,7 @@ export async function createApiKey(rt: Runtime, caller: Caller, input: CreateApi
   if (beyond.length) throw forbidden(`permissions beyond this key's own: ${beyond.join(', ')}`);
   const value = PREFIX + randomBytes(32).toString('base64url');
   try {
-    const key = await rt.prisma.apiKey.create({
+    const key = await rt.db.prisma.apiKey.create({
       data: { name: i.name, digest: digestOf(value), permissions: [...new Set(i.permissions)], allowedOrigins: i.allowedOrigins ?? ['*'] },
     });
     return { key, value };
@@ -118,22 +122,22 @@ export async function listApiKeys(rt: Runtime, caller: Caller, page?: number | n
   const where = visibleWhere(visible(caller.grants, 'api_key'));
   return paged(
     p,
-    () => rt.prisma.apiKey.findMany({ where, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
-    () => rt.prisma.apiKey.count({ where }),
+    () => rt.db.prisma.apiKey.findMany({ where, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
+    () => rt.db.prisma.apiKey.count({ where }),
   );
 }
 
 const keyNotFound = (id: string) => notFound(`API key with ID ${id} not found`);
 
 export async function getApiKey(rt: Runtime, id: string): Promise<ApiKey> {
-  const key = await rt.prisma.apiKey.findUnique({ where: { id } });
+  const key = await rt.db.prisma.apiKey.findUnique({ where: { id } });
   if (!key) throw keyNotFound(id);
   return key;
 }
 
 /** Deletes a key; every instance refuses it once the deletion commits (announced with it). */
 export async function deleteApiKey(rt: Runtime, id: string): Promise<string> {
-  const { count } = await rt.prisma.apiKey.deleteMany({ where: { id } });
+  const { count } = await rt.db.prisma.apiKey.deleteMany({ where: { id } });
   if (!count) throw keyNotFound(id);
   forgetApiKeys(rt);
   await announce(rt, { kind: 'api_key', id });

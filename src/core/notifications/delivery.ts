@@ -1,6 +1,7 @@
 import type { Delivery, DeliveryStatus } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
+import { slot } from '../state.js';
 import { createPoster, type Poster, type PostResult } from './send.js';
 import { signatureHeaders } from './signature.js';
 
@@ -22,6 +23,9 @@ const BLOCKER = `CASE WHEN d.transaction_id IS NOT NULL THEN (
     WHERE e.relayer_id = d.relayer_id AND e.transaction_id IS NULL AND e.seq < d.seq AND e.notification_id = d.notification_id AND e.status = 'pending'
     ORDER BY e.seq LIMIT 1) END`;
 
+/** Whether a notification has been seen: from then on every delivery claim is made. */
+const TARGETS = slot('webhook targets', () => ({ seen: false }));
+
 /**
  * Claims up to `limit` sendable deliveries in one statement whose cost does not grow with the
  * number pending: per target with room (fewer than PER_TARGET in flight), its few earliest due
@@ -30,7 +34,7 @@ const BLOCKER = `CASE WHEN d.transaction_id IS NOT NULL THEN (
  * every claim); recordOutcome makes the next row of a stream due once its predecessor is done.
  */
 export async function claimDeliveries(
-  rt: Pick<Runtime, 'prisma' | 'instanceId' | 'held'>,
+  rt: Pick<Runtime, 'db' | 'instanceId' | 'state'>,
   limit: number,
   leaseMs: number,
   /** Targets resting after failures (TargetPauses): none of their rows is looked at. */
@@ -39,12 +43,12 @@ export async function claimDeliveries(
   // Deliveries go with their notification, so until one exists there is nothing to claim. Most of
   // the claim's cost is parsing and planning it, which this look saves a service without webhooks.
   // One deleted later only costs a claim.
-  const targets = rt.held.webhookTargets;
+  const targets = rt.state(TARGETS);
   if (!targets.seen) {
-    if (!(await rt.prisma.notification.findFirst({ select: { id: true } }))) return { claimed: [], parked: 0 };
+    if (!(await rt.db.prisma.notification.findFirst({ select: { id: true } }))) return { claimed: [], parked: 0 };
     targets.seen = true;
   }
-  const rows = await rt.prisma.$queryRawUnsafe<{ id: string; kind: 'claimed' | 'parked' }[]>(
+  const rows = await rt.db.prisma.$queryRawUnsafe<{ id: string; kind: 'claimed' | 'parked' }[]>(
     `WITH targets AS (
        SELECT t.id, $4::int - (SELECT count(*) FROM deliveries l WHERE l.notification_id = t.id AND l.lease_until > now())::int AS room
        FROM notifications t),
@@ -186,7 +190,7 @@ export async function recordOutcome(
   outcome: Outcome,
 ): Promise<boolean> {
   const now = new Date();
-  const { count } = await rt.prisma.delivery.updateMany({
+  const { count } = await rt.db.prisma.delivery.updateMany({
     where: { id: d.id, leaseOwner: rt.instanceId, leaseUntil: d.leaseUntil },
     data: {
       status: outcome.status,
@@ -202,7 +206,7 @@ export async function recordOutcome(
   // Done with: the next event of its stream (parked behind it) goes now. Written even when it is
   // due already, so a claim parking it concurrently sees the change and leaves it (claimDeliveries).
   if (count > 0 && outcome.status !== 'pending') {
-    await rt.prisma.$executeRawUnsafe(
+    await rt.db.prisma.$executeRawUnsafe(
       `UPDATE deliveries SET due_at = now() WHERE id = (
          SELECT id FROM deliveries WHERE notification_id = $1 AND status = 'pending' AND seq > $2
            AND ${d.transactionId ? 'transaction_id = $3' : 'relayer_id = $3 AND transaction_id IS NULL'}
@@ -233,7 +237,7 @@ export function startDeliveryWorker(rt: Runtime) {
       const { claimed: ids, parked } = await claimDeliveries(rt, room, leaseMs, pauses.resting());
       // Only parked: go on at once, but let requests in between.
       if (ids.length === 0) return parked > 0 && new Promise<boolean>((resolve) => setImmediate(() => resolve(true)));
-      const claimed = await rt.prisma.delivery.findMany({ where: { id: { in: ids } }, include: WITH_TARGET });
+      const claimed = await rt.db.prisma.delivery.findMany({ where: { id: { in: ids } }, include: WITH_TARGET });
       for (const d of claimed) {
         const p: Promise<void> = attempt(rt, poster, pauses, d)
           .catch((err) => rt.log.error({ err, deliveryId: d.id }, 'webhook attempt failed; retried when its lease ends'))

@@ -6,19 +6,20 @@ import type { Runtime } from '../runtime.js';
 import type { FamilySpecs } from '../registry.js';
 import { transactionRecord } from '../transactions/record.js';
 
-type Tx = Prisma.TransactionClient;
-
-/** Database transactions that queued a delivery (the transaction client of each). */
-const queuedIn = new WeakSet<Tx>();
+/** A database transaction whose changes may queue webhook deliveries, and whether they did. */
+export interface Outbox {
+  db: Prisma.TransactionClient;
+  queued: boolean;
+}
 
 /**
  * One database transaction whose changes may queue webhook deliveries (the emit functions below):
  * once it has committed, the sender is woken for them.
  */
-export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>): Promise<T> {
-  let client: Tx | undefined;
-  const result = await rt.prisma.$transaction((db) => fn((client = db)));
-  if (client && queuedIn.has(client)) rt.wakeDeliveries();
+export async function writeWithEvents<T>(rt: Runtime, fn: (out: Outbox) => Promise<T>): Promise<T> {
+  let out: Outbox | undefined;
+  const result = await rt.db.prisma.$transaction((db) => fn((out = { db, queued: false })));
+  if (out?.queued) rt.notifications.sender.to?.wake();
   return result;
 }
 
@@ -31,7 +32,7 @@ export async function writeWithEvents<T>(rt: Runtime, fn: (db: Tx) => Promise<T>
  * `opts` go to the database transaction.
  */
 export async function writeReporting<T>(
-  rt: Pick<Runtime, 'db' | 'wakeDeliveries'>,
+  rt: Pick<Runtime, 'db' | 'notifications'>,
   write: Statement,
   commit: Commit,
   report: (rows: Record<string, unknown>[]) => { result: T; deliveries: Statement | null },
@@ -47,7 +48,7 @@ export async function writeReporting<T>(
     }
     return result;
   }, opts);
-  if (queued) rt.wakeDeliveries();
+  if (queued) rt.notifications.sender.to?.wake();
   return result;
 }
 
@@ -55,16 +56,16 @@ export async function writeReporting<T>(
  * Queues a webhook delivery for the relayer's notification, inside the caller's database
  * transaction: the delivery exists if and only if the change it reports was committed.
  */
-async function enqueue(tx: Tx, notificationId: string | null, relayerId: string, transactionId: string | null, event: string, payload: object) {
+async function enqueue(out: Outbox, notificationId: string | null, relayerId: string, transactionId: string | null, event: string, payload: object) {
   if (!notificationId) return;
   const id = randomUUID();
   const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
-  await tx.delivery.create({ data: { id, notificationId, relayerId, transactionId, event, body } });
-  queuedIn.add(tx);
+  await out.db.delivery.create({ data: { id, notificationId, relayerId, transactionId, event, body } });
+  out.queued = true;
 }
 
-export async function emitTransactionUpdate(families: FamilySpecs, tx: Tx, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
-  await enqueue(tx, relayer.notificationId, relayer.id, transaction.id, 'transaction_update', {
+export async function emitTransactionUpdate(families: FamilySpecs, out: Outbox, relayer: Pick<Relayer, 'id' | 'notificationId'>, transaction: Transaction) {
+  await enqueue(out, relayer.notificationId, relayer.id, transaction.id, 'transaction_update', {
     payload_type: 'transaction',
     ...transactionRecord(families, transaction),
   });
@@ -99,8 +100,8 @@ export function transactionUpdates(
   };
 }
 
-export async function emitRelayerState(tx: Tx, relayer: Relayer) {
-  await enqueue(tx, relayer.notificationId, relayer.id, null, 'relayer_state_update', {
+export async function emitRelayerState(out: Outbox, relayer: Relayer) {
+  await enqueue(out, relayer.notificationId, relayer.id, null, 'relayer_state_update', {
     payload_type: 'relayer',
     id: relayer.id,
     name: relayer.name,

@@ -8,7 +8,7 @@ import { checkWebhookUrl } from './url.js';
 import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export async function getNotification(rt: Runtime, id: string): Promise<Notification> {
-  const n = await rt.prisma.notification.findUnique({ where: { id } });
+  const n = await rt.db.prisma.notification.findUnique({ where: { id } });
   if (!n) throw notificationNotFound();
   return n;
 }
@@ -18,8 +18,8 @@ export async function listNotifications(rt: Runtime, page?: number | null, perPa
   const p = toPage(page, perPage);
   return paged(
     p,
-    () => rt.prisma.notification.findMany({ where, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
-    () => rt.prisma.notification.count({ where }),
+    () => rt.db.prisma.notification.findMany({ where, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], skip: p.skip, take: p.perPage }),
+    () => rt.db.prisma.notification.count({ where }),
   );
 }
 
@@ -66,9 +66,9 @@ export async function createNotification(rt: Runtime, input: CreateNotificationI
     signingKey: i.signingKey ? i.signingKey : null,
   };
   try {
-    const [created] = await rt.prisma.$transaction([
-      rt.prisma.notification.create({ data }),
-      rt.prisma.tombstone.deleteMany({ where: { kind: 'notification', id: data.id } }),
+    const [created] = await rt.db.prisma.$transaction([
+      rt.db.prisma.notification.create({ data }),
+      rt.db.prisma.tombstone.deleteMany({ where: { kind: 'notification', id: data.id } }),
     ]);
     return created;
   } catch (e) {
@@ -88,20 +88,24 @@ export async function updateNotification(rt: Runtime, id: string, input: UpdateN
   const data: Prisma.NotificationUpdateInput = {};
   if (i.url != null) data.url = await validUrl(rt, i.url);
   if (i.signingKey != null) data.signingKey = i.signingKey === '' ? null : i.signingKey;
-  return rt.prisma.notification.update({ where: { id }, data });
+  return rt.db.prisma.notification.update({ where: { id }, data });
 }
 
 /** Refused while a relayer uses the notification, so no relayer is left pointing nowhere. */
 export async function deleteNotification(rt: Runtime, id: string): Promise<Notification> {
   const n = await getNotification(rt, id);
-  const users = await rt.prisma.relayer.findMany({ where: { notificationId: id }, select: { id: true }, take: 5 });
+  const users = await rt.db.prisma.relayer.findMany({ where: { notificationId: id }, select: { id: true }, take: 5 });
   if (users.length) {
     throw invalid(`notification ${id} is used by relayer${users.length > 1 ? 's' : ''} ${users.map((u) => u.id).join(', ')}`);
   }
   // The tombstone keeps the config file from bringing it back at the next start.
-  await rt.prisma.$transaction([
-    rt.prisma.notification.delete({ where: { id } }),
-    rt.prisma.tombstone.upsert({ where: { kind_id: { kind: 'notification', id } }, create: { kind: 'notification', id }, update: { deletedAt: new Date() } }),
+  await rt.db.prisma.$transaction([
+    rt.db.prisma.notification.delete({ where: { id } }),
+    rt.db.prisma.tombstone.upsert({
+      where: { kind_id: { kind: 'notification', id } },
+      create: { kind: 'notification', id },
+      update: { deletedAt: new Date() },
+    }),
   ]);
   return n;
 }
@@ -118,13 +122,13 @@ export async function listDeliveries(
   const where = { notificationId, ...(opts.status ? { status: opts.status } : {}) };
   return paged(
     p,
-    () => rt.prisma.delivery.findMany({ where, orderBy: { seq: 'desc' }, skip: p.skip, take: p.perPage }),
-    () => rt.prisma.delivery.count({ where }),
+    () => rt.db.prisma.delivery.findMany({ where, orderBy: { seq: 'desc' }, skip: p.skip, take: p.perPage }),
+    () => rt.db.prisma.delivery.count({ where }),
   );
 }
 
 export async function getDelivery(rt: Runtime, id: string): Promise<Delivery> {
-  const d = await rt.prisma.delivery.findUnique({ where: { id } }).catch(() => null);
+  const d = await rt.db.prisma.delivery.findUnique({ where: { id } }).catch(() => null);
   if (!d) throw deliveryNotFound(id);
   return d;
 }
@@ -134,7 +138,7 @@ export async function getDelivery(rt: Runtime, id: string): Promise<Delivery> {
  * repeat). It keeps its place in its transaction's order: later pending events wait behind it.
  */
 export async function redeliver(rt: Runtime, id: string): Promise<Delivery> {
-  const { count } = await rt.prisma.delivery.updateMany({
+  const { count } = await rt.db.prisma.delivery.updateMany({
     where: { id, status: { in: ['failed', 'delivered'] } },
     data: { status: 'pending', attempts: 0, dueAt: new Date(), deliveredAt: null },
   });
@@ -144,6 +148,6 @@ export async function redeliver(rt: Runtime, id: string): Promise<Delivery> {
   }
   // Read before waking the sender, so the answer shows the delivery queued, not already sent.
   const queued = await getDelivery(rt, id);
-  rt.wakeDeliveries();
+  rt.notifications.sender.to?.wake();
   return queued;
 }

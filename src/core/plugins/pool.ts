@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/log.js';
 import type { Runtime } from '../runtime.js';
 import { keyProblem, MAX_VALUE_BYTES, pluginKv } from './kv.js';
 import { type CallResult, ended, keepLine, type LogEntry, MAX_ENTRIES, succeeded, threw, type Thrown, WAIT_DONE } from './outcome.js';
+import type { LoadedPlugin, PluginLimits, Plugins, Started } from './loaded.js';
 import type { PluginConfig, PluginSettings } from './settings.js';
 
 // Plugins run in worker threads (core/plugins/worker.mjs), one call per worker: a fresh worker for
@@ -13,12 +14,6 @@ import type { PluginConfig, PluginSettings } from './settings.js';
 // waiting; past that a call is answered 429.
 
 const WORKER_URL = new URL('./worker.mjs', import.meta.url);
-
-export interface PluginLimits {
-  concurrency: number;
-  queue: number;
-  memoryMb: number;
-}
 
 /** The context a call gives the handler, besides api and kv. */
 export interface CallContext {
@@ -33,30 +28,6 @@ export interface CallContext {
 export type PluginApi = (op: ApiOp, relayerId: string, payload: unknown) => Promise<unknown>;
 export const API_OPS = ['sendTransaction', 'getTransaction', 'getRelayer', 'getRelayerStatus', 'signTransaction', 'rpc'] as const;
 export type ApiOp = (typeof API_OPS)[number];
-
-interface Started {
-  worker: Worker;
-  /** Resolves once the plugin's code is loaded; rejects with why it could not be. */
-  ready: Promise<void>;
-  /** The worker's output lines before the call took it. */
-  output: LogEntry[];
-}
-
-export interface LoadedPlugin {
-  config: PluginConfig;
-  code: string;
-  spare?: Started;
-  running: number;
-  waiting: (() => void)[];
-}
-
-export interface Plugins {
-  byId: Map<string, LoadedPlugin>;
-  limits: PluginLimits;
-  /** Workers running or spare, to stop them all on shutdown. */
-  workers: Set<Worker>;
-  stopped: boolean;
-}
 
 /** A plugin's source as one CommonJS module: its own files bundled, package imports left to resolve from its folder. */
 export async function compile(file: string): Promise<string> {
@@ -192,7 +163,7 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
   }
   const logs: LogEntry[] = [...output];
   const traces: unknown[] = [];
-  const kv = pluginKv(rt.prisma, id);
+  const kv = pluginKv(rt.db.prisma, id);
   const locks = new Map<string, string>();
   let settled = false;
 
@@ -254,7 +225,7 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
     const relayerId = String(m.relayerId);
     const transactionId = String(m.transactionId);
     const until = Date.now() + timeout;
-    const events = rt.pubsub.subscribe('transaction:id', transactionId)[Symbol.asyncIterator]();
+    const events = rt.notifications.events.subscribe('transaction:id', transactionId)[Symbol.asyncIterator]();
     try {
       while (!settled) {
         const tx = (await api('getTransaction', relayerId, { transactionId })) as { status?: string };

@@ -21,7 +21,7 @@ function configOf(rt: Runtime, id: string): PluginConfig {
 const info = (c: PluginConfig, s: PluginSettings): PluginInfo => ({ id: c.id, path: c.path, ...s });
 
 async function settingsOf(rt: Runtime, c: PluginConfig): Promise<PluginSettings> {
-  const row = await rt.prisma.pluginSettings.findUnique({ where: { id: c.id } });
+  const row = await rt.db.prisma.pluginSettings.findUnique({ where: { id: c.id } });
   return effective(c, row?.settings);
 }
 
@@ -33,7 +33,7 @@ export function listPlugins(rt: Runtime, shows: (id: string) => boolean, page?: 
     p,
     async () => {
       const slice = all.slice(p.skip, p.skip + p.perPage);
-      const rows = await rt.prisma.pluginSettings.findMany({ where: { id: { in: slice.map((c) => c.id) } } });
+      const rows = await rt.db.prisma.pluginSettings.findMany({ where: { id: { in: slice.map((c) => c.id) } } });
       return slice.map((c) => info(c, effective(c, rows.find((r) => r.id === c.id)?.settings)));
     },
     async () => all.length,
@@ -50,7 +50,7 @@ export async function updatePlugin(rt: Runtime, id: string, update: SettingsUpda
   const c = configOf(rt, id);
   const next = applyUpdate(await settingsOf(rt, c), update);
   const settings = JSON.parse(JSON.stringify(next));
-  await rt.prisma.pluginSettings.upsert({ where: { id }, create: { id, settings }, update: { settings } });
+  await rt.db.prisma.pluginSettings.upsert({ where: { id }, create: { id, settings }, update: { settings } });
   return info(c, next);
 }
 

@@ -2,7 +2,7 @@ import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { startLoop } from '../../lib/loop.js';
 import type { Runtime } from '../runtime.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
-import type { NetworkType } from '../registry.js';
+import type { NetworkType } from '../family-list.js';
 import { RelayerCheckError } from '../domain-error.js';
 import { signerFor } from '../signers.js';
 
@@ -29,8 +29,8 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
   } catch (e) {
     failure = e instanceof RelayerCheckError ? { type: e.type, details: e.details } : { type: 'CheckFailed', details: (e as Error).message };
   }
-  return writeWithEvents(rt, async (db) => {
-    const current = await db.relayer.findUnique({ where: { id: relayer.id } });
+  return writeWithEvents(rt, async (out) => {
+    const current = await out.db.relayer.findUnique({ where: { id: relayer.id } });
     if (!current) return relayer;
     let data: Prisma.RelayerUpdateInput;
     if (failure) {
@@ -39,10 +39,10 @@ export async function checkRelayer(rt: Runtime, relayer: Relayer): Promise<Relay
     } else {
       data = { systemDisabled: false, disabledReason: Prisma.DbNull, checkAttempts: 0, checkAt: null };
     }
-    const updated = await db.relayer.update({ where: { id: relayer.id }, data });
+    const updated = await out.db.relayer.update({ where: { id: relayer.id }, data });
     const before = current.systemDisabled ? JSON.stringify(current.disabledReason) : null;
     const after = updated.systemDisabled ? JSON.stringify(updated.disabledReason) : null;
-    if (before !== after) await emitRelayerState(db, updated);
+    if (before !== after) await emitRelayerState(out, updated);
     if (failure && before !== after) rt.log.warn({ relayerId: relayer.id, reason: failure }, 'relayer disabled');
     if (failure && !current.systemDisabled) rt.metrics.relayersDisabled.inc({ relayer_id: relayer.id });
     if (!failure && before) rt.log.info({ relayerId: relayer.id }, 'relayer enabled again');
@@ -62,7 +62,7 @@ async function withSigner(rt: Runtime, relayer: Relayer): Promise<Relayer> {
     throw new RelayerCheckError('SignerUnavailable', (e as Error).message);
   }
   if (relayer.address !== '') return relayer;
-  return rt.prisma.relayer.update({ where: { id: relayer.id }, data: { address: signer.address, nextNonce: null } });
+  return rt.db.prisma.relayer.update({ where: { id: relayer.id }, data: { address: signer.address, nextNonce: null } });
 }
 
 /**
@@ -74,15 +74,15 @@ export function startRelayerChecks(rt: Runtime) {
   return startLoop(
     async () => {
       if (!started) {
-        await rt.prisma.relayer.updateMany({ data: { checkAt: new Date() } });
+        await rt.db.prisma.relayer.updateMany({ data: { checkAt: new Date() } });
         started = true;
       }
-      const due = await rt.prisma.$queryRaw<{ id: string }[]>`
+      const due = await rt.db.prisma.$queryRaw<{ id: string }[]>`
         UPDATE relayers SET check_at = ${new Date(Date.now() + CHECK_LEASE_MS)}
         WHERE id IN (SELECT id FROM relayers WHERE check_at <= ${new Date()} ORDER BY check_at LIMIT 16 FOR UPDATE SKIP LOCKED)
         RETURNING id`;
       if (due.length === 0) return false;
-      const relayers = await rt.prisma.relayer.findMany({ where: { id: { in: due.map((d) => d.id) } } });
+      const relayers = await rt.db.prisma.relayer.findMany({ where: { id: { in: due.map((d) => d.id) } } });
       await Promise.all(relayers.map((r) => checkRelayer(rt, r).catch((err) => rt.log.error({ err, relayerId: r.id }, 'relayer check failed to run'))));
       return due.length === 16;
     },

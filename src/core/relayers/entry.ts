@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { NetworkType } from '../registry.js';
+import type { NetworkType } from '../family-list.js';
 import { rpcUrl } from '../networks.js';
 
 /**

@@ -60,17 +60,17 @@ export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Pro
   if (!rt.config.networks.has(networkKey(e.network_type, e.network))) throw invalid(`network: unknown ${e.network_type} network "${e.network}"`);
   const policies = parsePolicies(rt.families.spec(e.network_type), e.policies ?? {});
   if (!policies.ok) throw invalid(describeIssues(policies.error, 'policies'));
-  if (e.notification_id && !(await rt.prisma.notification.findUnique({ where: { id: e.notification_id }, select: { id: true } }))) {
+  if (e.notification_id && !(await rt.db.prisma.notification.findUnique({ where: { id: e.notification_id }, select: { id: true } }))) {
     throw invalid(`notification_id: unknown notification "${e.notification_id}"`);
   }
-  if (await rt.prisma.relayer.findUnique({ where: { id }, select: { id: true } })) {
+  if (await rt.db.prisma.relayer.findUnique({ where: { id }, select: { id: true } })) {
     throw conflict('Relayer with this ID already exists', `id: "${id}" is taken`);
   }
   const signer = await signerFor(rt, e.signer_id, e.network_type);
   const customRpcUrls = e.custom_rpc_urls?.map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : u));
   try {
-    const [row] = await rt.prisma.$transaction([
-      rt.prisma.relayer.create({
+    const [row] = await rt.db.prisma.$transaction([
+      rt.db.prisma.relayer.create({
         data: {
           id,
           name: e.name,
@@ -86,7 +86,7 @@ export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Pro
           checkAt: new Date(),
         },
       }),
-      rt.prisma.tombstone.deleteMany({ where: { kind: 'relayer', id } }),
+      rt.db.prisma.tombstone.deleteMany({ where: { kind: 'relayer', id } }),
     ]);
     return row;
   } catch (err) {
@@ -101,7 +101,7 @@ const inFlight = { notIn: FINAL_STATUSES };
 /** Deletes a relayer with no transaction in flight (its finished transactions go with it). */
 export async function deleteRelayer(rt: Runtime, id: string): Promise<void> {
   await getRelayer(rt, id);
-  await rt.prisma.$transaction(async (tx) => {
+  await rt.db.prisma.$transaction(async (tx) => {
     // Locks the row: a send commits its transaction before or after this check, never during it.
     await tx.$queryRaw`SELECT id FROM relayers WHERE id = ${id} FOR UPDATE`;
     const pending = await tx.transaction.count({ where: { relayerId: id, status: inFlight } });
@@ -145,8 +145,8 @@ export async function relayerStatus(rt: Runtime, id: string): Promise<RelayerSta
   const relayer = await getRelayer(rt, id);
   const [{ balance }, pending, last, nonce] = await Promise.all([
     relayerBalance(rt, id, relayer),
-    rt.prisma.transaction.count({ where: { relayerId: id, status: inFlight } }),
-    rt.prisma.transaction.findFirst({ where: { relayerId: id, status: 'confirmed' }, orderBy: { confirmedAt: 'desc' }, select: { confirmedAt: true } }),
+    rt.db.prisma.transaction.count({ where: { relayerId: id, status: inFlight } }),
+    rt.db.prisma.transaction.findFirst({ where: { relayerId: id, status: 'confirmed' }, orderBy: { confirmedAt: 'desc' }, select: { confirmedAt: true } }),
     nextNonce(rt, relayer),
   ]);
   return {

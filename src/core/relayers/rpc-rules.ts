@@ -1,5 +1,5 @@
 import { invalid } from '../domain-error.js';
-import type { DirectOps, Forwarded } from './sign-and-forward.js';
+import type { DirectOps, Forwarded } from './direct.js';
 
 // The JSON-RPC passthrough's rules, pure: which calls of a request or batch are well formed and
 // allowed, and the JSON-RPC answer, in the reference system's shape ({jsonrpc, result | error, id},

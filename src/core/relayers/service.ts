@@ -5,6 +5,8 @@ import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../domain-error.js';
 import { describeIssues, urlText } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
+import { slot } from '../state.js';
+import { ExpiringMap } from '../../lib/expiring.js';
 import { paged, toPage } from '../page.js';
 import { parsePolicies } from './policies.js';
 import { emitRelayerState, writeWithEvents } from '../notifications/events.js';
@@ -19,9 +21,19 @@ export const readRelayers = (rt: Runtime, ids: readonly string[]): Promise<Relay
   rt.db.read<Relayer>(RELAYERS_BY_ID, [JSON.stringify(ids)], { prepare: true });
 
 export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
-  const relayer = await rt.prisma.relayer.findUnique({ where: { id } });
+  const relayer = await rt.db.prisma.relayer.findUnique({ where: { id } });
   if (!relayer) throw relayerNotFound(id);
   return relayer;
+}
+
+// Relayers as last read here; one not asked for in SNAPSHOT_IDLE_MS (deleted) is let go.
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
+const SNAPSHOTS = slot('relayer snapshots', () => new ExpiringMap<string, Relayer>(SNAPSHOT_IDLE_MS, { touch: true }));
+
+/** Lets go of the relayer (every relayer without `id`) as last read here: it is read again when next used. */
+export function forgetRelayers(rt: Runtime, id?: string) {
+  if (id === undefined) rt.state(SNAPSHOTS).clear();
+  else rt.state(SNAPSHOTS).delete(id);
 }
 
 /**
@@ -30,7 +42,7 @@ export async function getRelayer(rt: Runtime, id: string): Promise<Relayer> {
  * that is behind only costs another read. It spares a read per request under load.
  */
 export async function relayerSnapshot(rt: Runtime, id: string, fresh = false): Promise<Relayer> {
-  const byId = rt.held.relayerSnapshots;
+  const byId = rt.state(SNAPSHOTS);
   const known = fresh ? undefined : byId.get(id);
   if (known) return known;
   const relayer = await getRelayer(rt, id);
@@ -43,8 +55,8 @@ export async function listRelayers(rt: Runtime, page?: number | null, perPage?: 
   const p = toPage(page, perPage);
   return paged(
     p,
-    () => rt.prisma.relayer.findMany({ where, orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
-    () => rt.prisma.relayer.count({ where }),
+    () => rt.db.prisma.relayer.findMany({ where, orderBy: { id: 'asc' }, skip: p.skip, take: p.perPage }),
+    () => rt.db.prisma.relayer.count({ where }),
   );
 }
 
@@ -78,7 +90,7 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
   if (i.paused !== undefined) data.paused = i.paused;
   if (i.notificationId !== undefined) {
     if (i.notificationId !== null) {
-      const exists = await rt.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
+      const exists = await rt.db.prisma.notification.findUnique({ where: { id: i.notificationId }, select: { id: true } });
       if (!exists) throw invalid(`notification_id: notification "${i.notificationId}" does not exist`);
       data.notification = { connect: { id: i.notificationId } };
     } else {
@@ -93,9 +105,9 @@ export async function updateRelayer(rt: Runtime, id: string, input: UpdateRelaye
     if (!result.ok) throw invalid(describeIssues(result.error, 'policies'));
     data.policies = (i.policies === null ? {} : { ...(relayer.policies as object), ...result.value }) as Prisma.InputJsonValue;
   }
-  const updated = await writeWithEvents(rt, async (tx) => {
-    const row = await tx.relayer.update({ where: { id }, data });
-    if (row.paused !== relayer.paused) await emitRelayerState(tx, row);
+  const updated = await writeWithEvents(rt, async (out) => {
+    const row = await out.db.relayer.update({ where: { id }, data });
+    if (row.paused !== relayer.paused) await emitRelayerState(out, row);
     return row;
   });
   await announce(rt, { kind: 'relayer', id });

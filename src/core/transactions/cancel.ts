@@ -3,7 +3,7 @@ import type { Transaction } from '../../generated/prisma/client.js';
 import { claimRow, LEASE_MS, release } from '../../db/lease.js';
 import { conflict, invalid } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
-import type { NetworkType } from '../registry.js';
+import type { NetworkType } from '../family-list.js';
 import { getRelayer } from '../relayers/service.js';
 import { FINAL_STATUSES, getTransaction } from './service.js';
 import { parseShape } from './shapes.js';
@@ -17,15 +17,15 @@ const WAIT_FOR_LEASE_MS = 10_000;
 async function withLease(rt: Runtime, id: string, fn: (tx: Transaction, owner: string) => Promise<Transaction>): Promise<Transaction> {
   const owner = `${rt.instanceId}:api:${randomUUID()}`;
   const deadline = Date.now() + WAIT_FOR_LEASE_MS;
-  for (let pause = 10; !(await claimRow(rt.prisma, 'transactions', id, owner, LEASE_MS)); pause = Math.min(200, pause * 2)) {
+  for (let pause = 10; !(await claimRow(rt.db.prisma, 'transactions', id, owner, LEASE_MS)); pause = Math.min(200, pause * 2)) {
     if (Date.now() > deadline) throw conflict('Conflict', 'the transaction is being worked on; try again');
     await new Promise((r) => setTimeout(r, pause));
   }
-  const tx = await rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  const tx = await rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
   try {
     return await fn(tx, owner);
   } catch (e) {
-    await release(rt.prisma, 'transactions', owner, [{ id, leaseUntil: tx.leaseUntil, dueAt: tx.dueAt }]);
+    await release(rt.db.prisma, 'transactions', owner, [{ id, leaseUntil: tx.leaseUntil, dueAt: tx.dueAt }]);
     throw e;
   }
 }
@@ -74,7 +74,7 @@ export interface CancelPendingResult {
  */
 export async function cancelPendingTransactions(rt: Runtime, relayerId: string): Promise<CancelPendingResult> {
   await getRelayer(rt, relayerId);
-  const open = await rt.prisma.transaction.findMany({
+  const open = await rt.db.prisma.transaction.findMany({
     where: { relayerId, status: { notIn: [...FINAL_STATUSES, 'mined'] } },
     orderBy: [{ nonce: 'asc' }, { createdAt: 'asc' }],
     select: { id: true },

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { columnsAs, recordsetJson } from '../../db/columns.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
+import { slot } from '../state.js';
 import type { Held } from './held.js';
 import { insertTransactions } from './store.js';
-import type { NetworkType } from '../registry.js';
+import type { NetworkType } from '../family-list.js';
 import type { Accepted } from './pipeline.js';
 
 export interface Intake {
@@ -41,7 +42,7 @@ const MAX_BATCH = 500;
  */
 export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
   return new Promise((resolve, reject) => {
-    const q = rt.held.intake;
+    const q = rt.state(INTAKE);
     q.items.push({ resolve, reject, ...item });
     if (!q.running) {
       q.running = true;
@@ -51,14 +52,17 @@ export function insertAccepted(rt: Runtime, item: Intake): Promise<Intaken> {
   });
 }
 
-export interface IntakeQueue {
+interface IntakeQueue {
   items: Waiting[];
   running: boolean;
 }
 
+/** Send requests waiting to be written, of every relayer. */
+const INTAKE = slot('intake', (): IntakeQueue => ({ items: [], running: false }));
+
 async function drain(rt: Runtime, q: IntakeQueue) {
   while (q.items.length > 0) {
-    await rt.roomForSends();
+    await rt.work.to?.roomForSends();
     const groups = takeBatch(q.items);
     const written = await insertBatch(rt, groups).catch((e: unknown) => ({ failed: e }));
     if (!('failed' in written)) {
@@ -122,8 +126,7 @@ export function takeBatch<W extends { relayer: Pick<Relayer, 'id' | CheckedField
 function toWorker(rt: Runtime, outcomes: Intaken[]) {
   const rows = outcomes.filter((o): o is Transaction => typeof o === 'object');
   if (rows.length === 0) return;
-  if (rt.handOff) rt.handOff(rows.filter((tx) => tx.leaseOwner !== null));
-  else rt.wake();
+  rt.work.to?.handOff(rows.filter((tx) => tx.leaseOwner !== null));
 }
 
 /** What a request is checked against; updated_at alone could miss two changes in one millisecond. */
@@ -204,7 +207,7 @@ async function insertBatch(rt: Runtime, groups: Waiting[][]): Promise<Intaken[][
   }
   const written = await insertTransactions(rt, rows, {
     relayers: groups.map((group) => group[0].relayer),
-    leaseOwner: rt.handOff ? rt.instanceId : null,
+    leaseOwner: rt.work.to ? rt.instanceId : null,
     held,
     guard: { sql: GUARD, params: [recordsetJson(checks)] },
   });

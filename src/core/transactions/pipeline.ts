@@ -1,9 +1,8 @@
 import type { Prisma, Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
-import type { NetworkType } from '../../chains/list.js';
-import type { ShapeOf } from './shapes.js';
+import type { NetworkType, ShapeOf } from '../family-list.js';
 import type { Held } from './held.js';
-import type { NewTransaction, TransactionPatch } from './store.js';
+import type { NewTransaction, TransactionPatch } from './rows.js';
 
 /** What a chain family decides when it accepts a request: the row to write. */
 export interface Accepted {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Relayer, Transaction, TransactionStatus } from '../../generated/prisma/client.js';
 import { conflict, invalid, isDomainError, notFound, transactionNotFound } from '../domain-error.js';
 import type { Runtime } from '../runtime.js';
-import type { NetworkType } from '../registry.js';
+import type { NetworkType } from '../family-list.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
 import { canonicalJson } from '../../lib/json.js';
 import { once } from '../../lib/once.js';
@@ -88,7 +88,7 @@ function requestDigest(input: Record<string, unknown>): string {
 }
 
 async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {
-  const existing = await rt.prisma.transaction.findUnique({ where: { relayerId_idempotencyKey: { relayerId, idempotencyKey: key } } });
+  const existing = await rt.db.prisma.transaction.findUnique({ where: { relayerId_idempotencyKey: { relayerId, idempotencyKey: key } } });
   if (!existing) return null;
   if (existing.requestDigest !== digest) {
     throw conflict('Conflict', `Idempotency-Key "${key}" was already used with a different request`);
@@ -154,7 +154,7 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
     // First transaction since start-up or a signer change: take the nonce from the chain (this
     // changes the relayer, so the request is checked again).
     const next = await family.chainNonce(rt, relayer);
-    await rt.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
+    await rt.db.prisma.relayer.updateMany({ where: { id: relayerId, nextNonce: null }, data: { nextNonce: next } });
     return 'stale';
   }
   if (tx === 'stale') return tx;
@@ -164,7 +164,7 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
 
 /** The relayer's transaction at a nonce (EVM) or sequence number (Stellar). */
 export async function getTransactionByNonce(rt: Runtime, relayerId: string, nonce: bigint): Promise<Transaction> {
-  const tx = await rt.prisma.transaction.findUnique({ where: { relayerId_nonce: { relayerId, nonce } } });
+  const tx = await rt.db.prisma.transaction.findUnique({ where: { relayerId_nonce: { relayerId, nonce } } });
   if (!tx) {
     await getRelayer(rt, relayerId);
     throw notFound(`Transaction with nonce ${nonce} not found`);

@@ -1,16 +1,12 @@
-import type { z } from 'zod';
 import { invalid } from '../domain-error.js';
 import { describeIssues, jsonMessages } from '../../lib/validate.js';
-import type { NetworkType, SpecOf } from '../../chains/list.js';
+import type { NetworkType, ShapeOf } from '../family-list.js';
 import type { FamilySpecs } from '../registry.js';
 
 // The request shapes of the send route (spec 4.1), one per chain family (its spec.ts), selected by
 // the relayer's network type. GraphQL field names; the REST adapter maps the spec's snake_case names onto them.
 
 export { DEFAULT_VALIDITY_MS } from '../family-spec.js';
-
-/** The request a family's send shape gives (its zod schema's output). */
-export type ShapeOf<T extends NetworkType> = z.output<SpecOf<T>['send']['schema']>;
 
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 

@@ -14,37 +14,12 @@ import type { Held } from './held.js';
 import type { Position } from '../page.js';
 import type { FamilySpecs } from '../registry.js';
 import type { Runtime } from '../runtime.js';
+import type { NewTransaction, TransactionChange, TransactionPatch } from './rows.js';
+import { slot } from '../state.js';
 import { transactionUpdates, writeReporting } from '../notifications/events.js';
 
 /** Every column of a transaction row, under its Prisma field name: raw rows read as Transaction. */
 export const TRANSACTION_COLUMNS = columnsAs(Object.values(Prisma.TransactionScalarFieldEnum));
-
-/** The fields a new row is written with; the database fills in the rest (status, times, defaults). */
-export type NewTransaction = Pick<
-  Transaction,
-  | 'id'
-  | 'relayerId'
-  | 'networkType'
-  | 'from'
-  | 'to'
-  | 'data'
-  | 'nonce'
-  | 'gasLimit'
-  | 'gasPrice'
-  | 'maxFeePerGas'
-  | 'maxPriorityFeePerGas'
-  | 'speed'
-  | 'validUntil'
-  | 'idempotencyKey'
-  | 'requestDigest'
-> & {
-  value?: string | null;
-  request: Prisma.InputJsonValue;
-  /** A row born final (a NOOP filling a nonce gap) says so; a client's transaction starts pending. */
-  status?: Transaction['status'];
-  statusReason?: string | null;
-  chainState?: Prisma.InputJsonValue | null;
-};
 
 const INSERTED: [field: keyof NewTransaction, type: string, cast?: string][] = [
   ['id', 'text'],
@@ -178,7 +153,7 @@ const INSERT_SQL = insertSql(`SELECT DISTINCT "relayerId" AS relayer_id, 0::bigi
  * worked on sooner, they would only be given back.
  */
 export async function insertTransactions(
-  rt: Pick<Runtime, 'db' | 'wakeDeliveries'> & { families: FamilySpecs },
+  rt: Pick<Runtime, 'db' | 'notifications'> & { families: FamilySpecs },
   rows: NewTransaction[],
   opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement; held?: Map<string, Held> },
 ): Promise<Transaction[]> {
@@ -231,16 +206,17 @@ export function claimTransactions(rt: Runtime, limit: number): Promise<Transacti
 }
 
 /**
- * The latest version of each in-flight row this runtime saved (rt.held.savedRows), for the mined-nonce claim: it reads
+ * The latest version of each in-flight row this runtime saved, for the mined-nonce claim: it reads
  * back a row's version (updated_at, set by every save) and the columns other statements change,
  * instead of every column (on PGlite, claiming whole rows cost about 95 µs of CPU a row, these
  * columns about 55). A row saved since by anyone else has another updated_at and is read in full.
  * Bounded: the oldest entries go first.
  */
 const SAVED_MAX = 10_000;
+const SAVED_ROWS = slot('saved rows', () => new Map<string, Transaction>());
 
 function remember(rt: Runtime, row: Transaction) {
-  const saved = rt.held.savedRows;
+  const saved = rt.state(SAVED_ROWS);
   saved.delete(row.id);
   if (row.dueAt === null) return;
   saved.set(row.id, row);
@@ -289,7 +265,7 @@ export async function claimMinedNonces(rt: Runtime, ranges: NonceRange[], unsign
     [recordsetJson(ranges.map((r) => ({ relayer_id: r.relayerId, lo: r.from, hi: r.below }))), rt.instanceId, String(LEASE_MS)],
     { prepare: true },
   );
-  const saved = rt.held.savedRows;
+  const saved = rt.state(SAVED_ROWS);
   if (unsigned) {
     for (const c of claimed) saved.delete(c.id);
     return claimed as Transaction[];
@@ -310,7 +286,7 @@ export async function claimMinedNonces(rt: Runtime, ranges: NonceRange[], unsign
 /** Gives claimed rows back unchanged, each due again at its time (null: no more work), where the lease they were read under still holds. */
 export function releaseTransactions(rt: Runtime, rows: { tx: Pick<Transaction, 'id' | 'leaseUntil'>; dueAt: Date | null }[]) {
   return release(
-    rt.prisma,
+    rt.db.prisma,
     'transactions',
     rt.instanceId,
     rows.map(({ tx, dueAt }) => ({ id: tx.id, leaseUntil: tx.leaseUntil, dueAt })),
@@ -323,7 +299,7 @@ export function releaseTransactions(rt: Runtime, rows: { tx: Pick<Transaction, '
  * or the relayer's nonce is not initialised.
  */
 export async function moveToNewNonce(rt: Runtime, tx: Transaction, atLeast: bigint): Promise<bigint | null> {
-  return rt.prisma
+  return rt.db.prisma
     .$transaction(async (db) => {
       const [r] = await db.$queryRaw<{ nonce: bigint }[]>`
         UPDATE relayers SET next_nonce = GREATEST(next_nonce, ${atLeast}) + 1
@@ -347,51 +323,13 @@ class LeaseLost extends Error {}
 
 /** Final rows of the relayer at `nonce` give it up (a row that ended without using its number frees it for another). */
 export async function freeNonceOfFinal(rt: Runtime, relayerId: string, nonce: bigint): Promise<void> {
-  await rt.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
+  await rt.db.prisma.$executeRaw`UPDATE transactions SET nonce = NULL
     WHERE relayer_id = ${relayerId} AND nonce = ${nonce} AND status IN ('confirmed', 'failed', 'expired', 'canceled')`;
 }
 
 export function publishTransaction(rt: Runtime, tx: Transaction) {
-  rt.pubsub.publish('transaction:relayer', tx.relayerId, tx);
-  rt.pubsub.publish('transaction:id', tx.id, tx);
-}
-
-/** The columns a pipeline step may change (identity, ownership and idempotency never change). */
-export type TransactionPatch = Partial<
-  Pick<
-    Transaction,
-    | 'status'
-    | 'statusReason'
-    | 'sentAt'
-    | 'confirmedAt'
-    | 'hash'
-    | 'hashes'
-    | 'nonce'
-    | 'gasLimit'
-    | 'gasPrice'
-    | 'maxFeePerGas'
-    | 'maxPriorityFeePerGas'
-    | 'chainState'
-    | 'signature'
-    | 'attempts'
-    | 'dueAt'
-    | 'to'
-    | 'value'
-    | 'data'
-    | 'speed'
-    | 'validUntil'
-    | 'request'
-  >
->;
-
-export interface TransactionChange {
-  /** The row as read while holding its lease. */
-  before: Transaction;
-  patch: TransactionPatch;
-  /** Statuses passed through on the way to patch.status, each reported as its own event, in order. */
-  via?: Transaction['status'][];
-  /** Give the lease back (the row is due again at its dueAt); false keeps holding it. */
-  release: boolean;
+  rt.notifications.events.publish('transaction:relayer', tx.relayerId, tx);
+  rt.notifications.events.publish('transaction:id', tx.id, tx);
 }
 
 /**
@@ -422,9 +360,10 @@ const PATCHABLE: Record<keyof TransactionPatch, [type: string, write?: (v: strin
   request: ['text', toJson],
 };
 
-/** The UPDATE of saveTransactions for one set of changed fields (a handful of sets occur). */
-const saveSql = new Map<string, string>();
-function saveStatement(fields: (keyof TransactionPatch)[]): string {
+/** The UPDATEs of saveTransactions made so far, by their set of changed fields (a handful of sets occur). */
+const SAVE_SQL = slot('save statements', () => new Map<string, string>());
+function saveStatement(rt: Runtime, fields: (keyof TransactionPatch)[]): string {
+  const saveSql = rt.state(SAVE_SQL);
   const key = fields.join(',');
   let sql = saveSql.get(key);
   if (!sql) {
@@ -444,10 +383,13 @@ function saveStatement(fields: (keyof TransactionPatch)[]): string {
 /** Rows written by one UPDATE of saveTransactions at most. */
 const MAX_SAVED = 2_000;
 
-export interface SaveQueue {
+interface SaveQueue {
   running: boolean;
   waiting: { owner: string; changes: TransactionChange[]; resolve(saved: Map<string, Transaction>): void; reject(e: unknown): void }[];
 }
+
+/** Saves of transaction rows waiting to be written together. */
+const SAVES = slot('saves', (): SaveQueue => ({ running: false, waiting: [] }));
 
 /**
  * Saves a batch of leased rows in one database transaction and a single UPDATE
@@ -464,7 +406,7 @@ export interface SaveQueue {
  */
 export function saveTransactions(rt: Runtime, owner: string, changes: TransactionChange[]): Promise<Map<string, Transaction>> {
   if (changes.length === 0) return Promise.resolve(new Map());
-  const q = rt.held.saves;
+  const q = rt.state(SAVES);
   return new Promise((resolve, reject) => {
     q.waiting.push({ owner, changes, resolve, reject });
     if (!q.running) void drainSaves(rt, q);
@@ -517,7 +459,7 @@ async function saveNow(rt: Runtime, owner: string, changes: TransactionChange[])
     for (const f of fields) row[f] = recordValue(after[f], PATCHABLE[f][1] === toJson);
     return row;
   });
-  const save = { sql: saveStatement(fields), params: [JSON.stringify(values), owner], prepare: true };
+  const save = { sql: saveStatement(rt, fields), params: [JSON.stringify(values), owner], prepare: true };
   // Without a change of status there is nothing to report, and without a notification no one to
   // report it to: the UPDATE alone, committed with it.
   const silent = rows.every(({ change, after }) => change.before.status === after.status);

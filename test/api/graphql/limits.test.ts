@@ -196,7 +196,7 @@ describe('aliases against the rate limit', () => {
     `mutation { ${Array.from({ length: n }, (_, i) => `s${i}: sendTransaction(relayerId: "evm-relayer", input: { to: "${RECEIVER}", value: "${i + 1}", gasLimit: 21000 }) { id }`).join(' ')} }`;
   const list = (n: number) =>
     `{ ${Array.from({ length: n }, (_, i) => `l${i}: relayerTransactions(relayerId: "evm-relayer") { pagination { totalItems } }`).join(' ')} }`;
-  const stored = () => svc.rt.prisma.transaction.count();
+  const stored = () => svc.rt.db.prisma.transaction.count();
 
   it('counts each aliased list read: 30 aliases take 30 of the 40 tokens, then 11 are refused whole', async () => {
     const first = await svc.gql(list(30));
@@ -286,12 +286,12 @@ describe('150 aliased sendTransaction draw 150 tokens', () => {
     const first = await svc.gql(sends(150));
     expect(first.errors).toBeUndefined();
     expect(Object.keys(first.data)).toHaveLength(150);
-    expect(await svc.rt.prisma.transaction.count()).toBe(150);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(150);
     const over = await svc.request('POST', '/graphql', { query: sends(51, 150) });
     expect(over.status).toBe(429);
-    expect(await svc.rt.prisma.transaction.count()).toBe(150);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(150);
     const rest = await svc.gql(sends(50, 150));
     expect(rest.errors).toBeUndefined();
-    expect(await svc.rt.prisma.transaction.count()).toBe(200);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(200);
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../../src/lib/json.js';
 import type { z } from 'zod';
 import { jsonSchemaOf } from '../../../src/api/rest/openapi.js';
-import type { Route } from '../../../src/api/rest/routes.js';
+import type { Route } from '../../../src/api/rest/route.js';
 import { FUZZ_MAX_BODY_BYTES, runHostile } from '../../support/hostile.js';
 import type { TestService } from '../../support/service.js';
 import { seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
@@ -18,7 +18,7 @@ const HOSTILE_CASES = 10_000;
 
 /** One fingerprint of every row the routes can touch (a single query). */
 async function fingerprint(svc: TestService): Promise<string> {
-  const rows = await svc.rt.prisma.$queryRawUnsafe<{ f: string }[]>(`
+  const rows = await svc.rt.db.prisma.$queryRawUnsafe<{ f: string }[]>(`
     SELECT concat_ws('|',
       (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM relayers t),
       (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM transactions t),

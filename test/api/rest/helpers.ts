@@ -43,7 +43,7 @@ let seq = 0;
 /** Writes a transaction row directly, as the pipeline would have left it. */
 export async function seedTransaction(rt: Runtime, data: Partial<Prisma.TransactionUncheckedCreateInput> = {}) {
   seq += 1;
-  return rt.prisma.transaction.create({
+  return rt.db.prisma.transaction.create({
     data: {
       relayerId: 'evm-relayer',
       networkType: 'evm',
@@ -67,10 +67,10 @@ export async function seedTransaction(rt: Runtime, data: Partial<Prisma.Transact
 /** Everything the REST routes can change, to show a refused request changed nothing. */
 export async function dbState(rt: Runtime): Promise<string> {
   const [relayers, transactions, notifications, deliveries] = await Promise.all([
-    rt.prisma.relayer.findMany({ orderBy: { id: 'asc' } }),
-    rt.prisma.transaction.findMany({ orderBy: { id: 'asc' } }),
-    rt.prisma.notification.findMany({ orderBy: { id: 'asc' } }),
-    rt.prisma.delivery.findMany({ orderBy: { id: 'asc' } }),
+    rt.db.prisma.relayer.findMany({ orderBy: { id: 'asc' } }),
+    rt.db.prisma.transaction.findMany({ orderBy: { id: 'asc' } }),
+    rt.db.prisma.notification.findMany({ orderBy: { id: 'asc' } }),
+    rt.db.prisma.delivery.findMany({ orderBy: { id: 'asc' } }),
   ]);
   return JSON.stringify({ relayers, transactions, notifications, deliveries }, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 }

@@ -36,7 +36,7 @@ describe('rate limit (spec 4.1-4.3, section 7 "Too Many Requests")', () => {
       await expectError(res, 429, 'Too Many Requests');
       retryAfter(res);
     }
-    expect((await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } })).paused).toBe(false);
+    expect((await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: 'evm-relayer' } })).paused).toBe(false);
 
     const res = await svc.request('POST', '/graphql', { query: GQL_LIST });
     expect(res.status).toBe(429);

@@ -416,7 +416,7 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
     });
 
     it('signing_key: absent or null keeps the key, "" removes it, a value sets it', async () => {
-      const stored = async () => (await svc.rt.prisma.notification.findUniqueOrThrow({ where: { id: 'hook-1' } })).signingKey;
+      const stored = async () => (await svc.rt.db.prisma.notification.findUniqueOrThrow({ where: { id: 'hook-1' } })).signingKey;
       const patch = (body: unknown) => svc.request('PATCH', '/api/v1/notifications/hook-1', body);
 
       let body = await envelope(await patch({ url: 'https://example.com/a2' }));
@@ -475,7 +475,7 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
     it('deletes a notification, but not while a relayer uses it', async () => {
       await envelope(await svc.request('PATCH', `/api/v1/relayers/${SOLANA_RELAYER}`, { notification_id: 'hook-1' }));
       await expectError(await svc.request('DELETE', '/api/v1/notifications/hook-1'), 400, 'Bad Request', new RegExp(SOLANA_RELAYER));
-      expect(await svc.rt.prisma.notification.count({ where: { id: 'hook-1' } })).toBe(1);
+      expect(await svc.rt.db.prisma.notification.count({ where: { id: 'hook-1' } })).toBe(1);
       await envelope(await svc.request('PATCH', `/api/v1/relayers/${SOLANA_RELAYER}`, { notification_id: null }));
       const body = await envelope(await svc.request('DELETE', '/api/v1/notifications/hook-1'));
       expect(body.data).toBe('Notification deleted successfully');

@@ -16,7 +16,7 @@ describe.runIf(families.has('evm'))('sending through the REST routes (EVM, anvil
   });
   afterAll(() => svc?.stop());
 
-  const row = (id: string) => svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  const row = (id: string) => svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
 
   it('accepts a Shape A body: 200 with the transaction record, as stored', async () => {
     const res = await svc.request('POST', TX, `{"value": 9007199254740993, "to": "${RECEIVER}", "speed": "fast"}`);
@@ -32,12 +32,12 @@ describe.runIf(families.has('evm'))('sending through the REST routes (EVM, anvil
   it('Idempotency-Key: a retry returns the first transaction; another body under the key is a 409', async () => {
     const send = (value: number) => svc.request('POST', TX, { value, to: RECEIVER }, { 'idempotency-key': 'order-42' });
     const first = await envelope(await send(5));
-    const count = await svc.rt.prisma.transaction.count();
+    const count = await svc.rt.db.prisma.transaction.count();
     const again = await envelope(await send(5));
     expect(again.data.id).toBe(first.data.id);
-    expect(await svc.rt.prisma.transaction.count()).toBe(count);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(count);
     await expectError(await send(6), 409, 'Conflict', /Idempotency-Key "order-42"/);
-    expect(await svc.rt.prisma.transaction.count()).toBe(count);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(count);
   });
 
   it.runIf(cancelAndReplace)('cancels (DELETE) and replaces (PUT) a pending transaction', async () => {

@@ -24,7 +24,7 @@ async function waitRelayer(svc: TestService, done: (r: Awaited<ReturnType<typeof
 }
 
 const stateEvents = async (svc: TestService) =>
-  (await svc.rt.prisma.delivery.findMany({ where: { event: 'relayer_state_update' }, orderBy: { seq: 'asc' } })).map((d) => JSON.parse(d.body).payload);
+  (await svc.rt.db.prisma.delivery.findMany({ where: { event: 'relayer_state_update' }, orderBy: { seq: 'asc' } })).map((d) => JSON.parse(d.body).payload);
 
 describe('relayer start-up checks', () => {
   const cleanup: (() => Promise<void>)[] = [];
@@ -69,11 +69,11 @@ describe('relayer start-up checks', () => {
     const disabled = await waitRelayer(svc, (r) => r.systemDisabled);
     expect(disabled.disabledReason!.type).toBe('RpcUnavailable');
     expect(disabled.disabledReason!.details).toMatch(/no RPC endpoint of network "localnet" answers/);
-    const first = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+    const first = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
     expect(first.checkAt!.getTime()).toBeGreaterThan(Date.now());
     const later = await (async () => {
       for (let i = 0; i < 100; i++) {
-        const r = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+        const r = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
         if (r.checkAttempts >= 2) return r;
         await new Promise((res) => setTimeout(res, 200));
       }

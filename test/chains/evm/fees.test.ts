@@ -3,7 +3,7 @@ import { parseGwei, toHex, type Hex } from 'viem';
 import { ANVIL_DEV_ADDRESS, startAnvil, type AnvilInstance } from '../../../src/chains/evm/anvil.js';
 import { blocksOf, bumpFees, capForBacklog, eip1559Fees, estimateGasWithMargin, legacyGasPrice } from '../../../src/chains/evm/fees.js';
 import { bidInLine, blockGasLimit, marketFees } from '../../../src/chains/evm/pricing.js';
-import { SPEEDS } from '../../../src/chains/evm/spec.js';
+import { SPEEDS } from '../../../src/chains/evm/request.js';
 import { createEvmRpc, type EvmRpc, type RpcRequester } from '../../../src/chains/evm/rpc-client.js';
 
 const RECIPIENT = '0x000000000000000000000000000000000000dEaD';

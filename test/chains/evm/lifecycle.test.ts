@@ -92,7 +92,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     expect(nonces).toEqual(Array.from({ length: 100 }, (_, i) => first + i));
     const ids = sent.map((t) => t.id);
     const deadline = Date.now() + 60_000;
-    while ((await svc.rt.prisma.transaction.count({ where: { id: { in: ids }, status: 'confirmed' } })) < ids.length) {
+    while ((await svc.rt.db.prisma.transaction.count({ where: { id: { in: ids }, status: 'confirmed' } })) < ids.length) {
       if (Date.now() > deadline) throw new Error('not all confirmed in time');
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -117,12 +117,12 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     const ids = new Set(racing.map((r) => r.data?.sendTransaction?.id));
     expect(ids.size).toBe(1);
     expect([...ids][0]).toBeTruthy();
-    expect(await svc.rt.prisma.transaction.count({ where: { idempotencyKey: 'key-2' } })).toBe(1);
+    expect(await svc.rt.db.prisma.transaction.count({ where: { idempotencyKey: 'key-2' } })).toBe(1);
     await waitStatus(svc, a.data.sendTransaction.id, 'confirmed');
   });
 
   it('refuses requests that break a policy with a 400 naming the rule, and allocates no nonce for them', async () => {
-    const before = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+    const before = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
     expect(await badRequest({ to: RECEIVER, value: '1', validUntil: new Date(Date.now() - 1000).toISOString() })).toMatch(
       /^valid_until: must be in the future/,
     );
@@ -150,7 +150,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
     expect(await badRequest({ to: reverter, value: '0', data: '0x12345678' })).toMatch(/^gas_limit: required/);
     await setPolicies(null);
 
-    const after = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+    const after = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
     expect(after.nextNonce! - before.nextNonce!).toBe(2n);
   });
 
@@ -328,7 +328,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
 
   it('sees relayer changes made elsewhere (another instance) on the very next send', async () => {
     // Written straight to the database, as another instance would: this one has only its own reads.
-    const set = (data: object) => svc.rt.prisma.relayer.update({ where: { id: RELAYER }, data });
+    const set = (data: object) => svc.rt.db.prisma.relayer.update({ where: { id: RELAYER }, data });
     await sendOk(svc);
     await set({ paused: true });
     try {
@@ -356,7 +356,7 @@ describe.each(await databaseKinds())('EVM relay pipeline on %s', (db) => {
       const results = await Promise.all(sends);
       for (const r of results.filter((x) => x.errors)) expect(r.errors![0].extensions.detail).toMatch(/paused/);
       const ids = results.flatMap((r) => (r.errors ? [] : [r.data.sendTransaction.id as string]));
-      const written = await svc.rt.prisma.transaction.findMany({ where: { id: { in: ids } } });
+      const written = await svc.rt.db.prisma.transaction.findMany({ where: { id: { in: ids } } });
       expect(written).toHaveLength(ids.length);
       for (const t of written) expect(t.createdAt.getTime()).toBeLessThanOrEqual(paused.updatedAt.getTime());
     } finally {

@@ -36,7 +36,7 @@ describe('nonce reconciliation with the chain', () => {
   });
   afterAll(() => svc?.stop());
 
-  const nextNonce = async () => (await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } })).nextNonce!;
+  const nextNonce = async () => (await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } })).nextNonce!;
 
   it("moves a transaction whose nonce was used behind the relayer's back to a new nonce, and mines it once", async () => {
     const used = await sendBehindItsBack(url);
@@ -66,7 +66,7 @@ describe('nonce reconciliation with the chain', () => {
     const before = await nextNonce();
     await sendBehindItsBack(url);
     await sendBehindItsBack(url);
-    const relayer = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+    const relayer = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
     const checked = await checkRelayer(svc.rt, relayer);
     expect(checked.systemDisabled).toBe(false);
     const chain = BigInt(await rpc(url, 'eth_getTransactionCount', [DEV_ADDRESS, 'pending']));
@@ -80,16 +80,16 @@ describe('nonce reconciliation with the chain', () => {
   it('fills a nonce no transaction holds with a 0-value self-transfer, so the transactions after it are mined', async () => {
     await waitFor(svc, (await sendOk(svc)).id, (t) => t.status === 'confirmed');
     // A nonce allocated without a transaction (as a crash between allocation and write could leave).
-    const [{ hole }] = await svc.rt.prisma.$queryRaw<{ hole: bigint }[]>`
+    const [{ hole }] = await svc.rt.db.prisma.$queryRaw<{ hole: bigint }[]>`
       UPDATE relayers SET next_nonce = next_nonce + 1 WHERE id = ${RELAYER} RETURNING next_nonce - 1 AS hole`;
     const tx = await sendOk(svc);
     expect(BigInt(tx.nonce)).toBe(hole + 1n);
     await waitStatus(svc, tx.id, 'confirmed', 30_000);
-    const filler = await svc.rt.prisma.transaction.findFirstOrThrow({ where: { relayerId: RELAYER, nonce: hole } });
+    const filler = await svc.rt.db.prisma.transaction.findFirstOrThrow({ where: { relayerId: RELAYER, nonce: hole } });
     expect(filler.status).toBe('canceled');
     expect(filler.statusReason).toMatch(new RegExp(`nonce ${hole} was allocated but no transaction held it`));
     await waitFor(svc, filler.id, (t) => t.hash !== null && t.networkData?.block_number !== undefined);
-    const onChain = await rpc(url, 'eth_getTransactionByHash', [(await svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id: filler.id } })).hash]);
+    const onChain = await rpc(url, 'eth_getTransactionByHash', [(await svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: filler.id } })).hash]);
     expect(BigInt(onChain.nonce)).toBe(hole);
     expect(onChain.to).toBe(DEV_ADDRESS.toLowerCase());
   });

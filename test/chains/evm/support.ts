@@ -123,6 +123,6 @@ export async function switchableProxy(target = '') {
 
 /** The statuses reported by transaction_update webhooks for one transaction, in order. */
 export async function reportedStatuses(svc: TestService, id: string): Promise<string[]> {
-  const rows = await svc.rt.prisma.delivery.findMany({ where: { transactionId: id, event: 'transaction_update' }, orderBy: { seq: 'asc' } });
+  const rows = await svc.rt.db.prisma.delivery.findMany({ where: { transactionId: id, event: 'transaction_update' }, orderBy: { seq: 'asc' } });
   return rows.map((r) => JSON.parse(r.body).payload.status);
 }

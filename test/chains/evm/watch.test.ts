@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { EvmContext } from '../../../src/chains/evm/context.js';
 import { lineLevel, placeInLine, untilMined, watchMined } from '../../../src/chains/evm/watch.js';
-import { createHeld, type Runtime } from '../../../src/core/runtime.js';
+import type { Runtime } from '../../../src/core/runtime.js';
+import { line } from '../../../src/lib/line.js';
 import { createState } from '../../../src/core/state.js';
 import { openDatabase } from '../../../src/db/client.js';
 import type { Transaction } from '../../../src/generated/prisma/client.js';
@@ -10,7 +11,7 @@ import type { Transaction } from '../../../src/generated/prisma/client.js';
 /** A runtime with no worker and a chain whose mined nonce is `chain.latest`. */
 function setup() {
   const chain = { latest: 0n };
-  const rt = { state: createState(), log: { debug() {} }, handOff: null } as unknown as Runtime;
+  const rt = { state: createState(), log: { debug() {} }, work: line() } as unknown as Runtime;
   const ctx = {
     relayer: { id: 'r1', address: '0x0000000000000000000000000000000000000001' },
     blocktimeMs: 500, // the watch reads every 50 ms
@@ -84,12 +85,10 @@ async function rowsAt(nonces: bigint[], opts: { unsigned?: bigint[]; leased: big
   const chain = { latest: 0n };
   const rt = {
     db,
-    prisma: db.prisma,
     instanceId: 'w',
-    held: createHeld(),
     state: createState(),
     log: { debug() {} },
-    handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)),
+    work: { to: { handOff: (rows: Transaction[]) => handed.push(...rows.map((r) => r.nonce!)) } },
   } as unknown as Runtime;
   const ctx = {
     relayer: { id: 'r1', address: ADDRESS },

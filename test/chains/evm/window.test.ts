@@ -44,7 +44,7 @@ describe.each(await databaseKinds())('a flood beyond what the chain mines in a f
     const first = (await Promise.all(sent.map((id) => getTx(svc, id)))).sort((a, b) => Number(a.nonce) - Number(b.nonce));
     await waitStatus(svc, first[15].id, 'confirmed', 30_000);
     sent.push(...(await send(LATER, SENDS)));
-    const later = await svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id: sent[sent.length - 1] } });
+    const later = await svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: sent[sent.length - 1] } });
     expect(later).toMatchObject({ status: 'pending', leaseOwner: null });
     expect(later.dueAt!.getTime()).toBeGreaterThan(Date.now());
 

@@ -259,11 +259,11 @@ describe('solana relayer: blockhash expiry, step by step', () => {
   });
   afterAll(() => s?.stop());
 
-  const row = (id: string) => s.svc.rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+  const row = (id: string) => s.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
   // As the worker does: take the row's lease, then advance it one step.
   const step = async (id: string) => {
     if ((await row(id)).leaseOwner !== s.svc.rt.instanceId)
-      expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+      expect(await claimRow(s.svc.rt.db.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
     await stepTransactions(s.svc.rt, [await row(id)]);
   };
 
@@ -323,9 +323,9 @@ describe('solana relayer: blockhash expiry, step by step', () => {
     expect(signed.status).toBe('sent');
     expect(signed.sentAt).toBeInstanceOf(Date);
     // This instance read the row under its lease; the lease then ran out and another instance took it.
-    expect(await claimRow(s.svc.rt.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
+    expect(await claimRow(s.svc.rt.db.prisma, 'transactions', id, s.svc.rt.instanceId, LEASE_MS)).toBe(true);
     const stale = await row(id);
-    await s.svc.rt.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
+    await s.svc.rt.db.prisma.$executeRaw`UPDATE transactions SET lease_owner = 'other-instance', lease_until = now() + interval '30 seconds' WHERE id = ${id}`;
     const calls = s.stub.calls.length;
     await stepTransactions(s.svc.rt, [stale]);
     // The broadcast happened (the same signed bytes, which can land once), but its outcome is not written over the new owner's row.

@@ -406,7 +406,7 @@ describe.each(await databaseKinds())('stellar relayer on %s', (db) => {
     const done = await waitForStatus(svc, RELAYER, r.json.data.id, ['confirmed', 'failed', 'expired']);
     expect(done.status, done.status_reason).toBe('confirmed');
     expect(done.sequence_number).toBe((outside + 1n).toString());
-    const relayerRow = await svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
+    const relayerRow = await svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: RELAYER } });
     expect(relayerRow.nextNonce).toBe(outside + 2n);
   });
 

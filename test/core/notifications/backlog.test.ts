@@ -43,18 +43,18 @@ it('5,000 deliveries pending to a 503 receiver and a silent one hold up neither 
   // 500 transactions of 5 events to each dead receiver: streams of several rows, all due now.
   await seedBacklog(svc.rt, { notificationId: 'dead503', transactions: 500, perTransaction: 5 });
   await seedBacklog(svc.rt, { notificationId: 'hang', transactions: 500, perTransaction: 5 });
-  svc.rt.wakeDeliveries();
+  svc.rt.notifications.sender.to?.wake();
   await waitFor(() => dead.received.length >= 8 && hang.received.length >= 1, 'attempts at both dead receivers');
 
   const backlogged = await serviceLatency(http.url, svc.apiKey, 20);
   await waitFor(() => deliveredTo(backlogged.sentIds), 'deliveries to the healthy target during the backlog', 30_000);
-  const pending = await svc.rt.prisma.delivery.count({ where: { status: 'pending', notificationId: { in: ['dead503', 'hang'] } } });
+  const pending = await svc.rt.db.prisma.delivery.count({ where: { status: 'pending', notificationId: { in: ['dead503', 'hang'] } } });
   expect(pending).toBeGreaterThanOrEqual(4_900);
   // Never more than PER_TARGET attempts at once to the silent receiver, so slots remain for others.
-  const inFlight = await svc.rt.prisma.delivery.count({ where: { notificationId: 'hang', leaseUntil: { gt: new Date() } } });
+  const inFlight = await svc.rt.db.prisma.delivery.count({ where: { notificationId: 'hang', leaseUntil: { gt: new Date() } } });
   expect(inFlight).toBeLessThanOrEqual(8);
   // In a stream only the earliest pending event has been tried.
-  const tried = await svc.rt.prisma.$queryRawUnsafe<{ n: number }[]>(
+  const tried = await svc.rt.db.prisma.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM deliveries d WHERE d.attempts > 0 AND EXISTS (
        SELECT 1 FROM deliveries e WHERE e.transaction_id = d.transaction_id AND e.seq < d.seq AND e.status = 'pending')`,
   );
@@ -74,17 +74,17 @@ it('a claim uses the indexes: with the backlog backing off, it touches no dead t
   const dead = { notificationId: { in: ['dead503', 'hang'] } };
   await waitFor(
     async () => {
-      await svc.rt.prisma.delivery.updateMany({ where: dead, data: { dueAt: new Date(Date.now() + 3_600_000) } });
+      await svc.rt.db.prisma.delivery.updateMany({ where: dead, data: { dueAt: new Date(Date.now() + 3_600_000) } });
       await new Promise((r) => setTimeout(r, 100));
       const soon = new Date(Date.now() + 1_800_000);
-      return (await svc.rt.prisma.delivery.count({ where: { ...dead, OR: [{ leaseUntil: { gt: new Date() } }, { dueAt: { lt: soon } }] } })) === 0;
+      return (await svc.rt.db.prisma.delivery.count({ where: { ...dead, OR: [{ leaseUntil: { gt: new Date() } }, { dueAt: { lt: soon } }] } })) === 0;
     },
     'the backlog to be idle',
     30_000,
   );
-  const before = await svc.rt.prisma.delivery.findMany({ where: dead, orderBy: { id: 'asc' } });
+  const before = await svc.rt.db.prisma.delivery.findMany({ where: dead, orderBy: { id: 'asc' } });
   const { claimed } = await claimDeliveries(svc.rt, 32, 60_000);
-  const rows = await svc.rt.prisma.delivery.findMany({ where: { id: { in: claimed } } });
+  const rows = await svc.rt.db.prisma.delivery.findMany({ where: { id: { in: claimed } } });
   expect(rows.every((r) => r.notificationId === 'ok')).toBe(true);
-  expect(await svc.rt.prisma.delivery.findMany({ where: dead, orderBy: { id: 'asc' } })).toEqual(before);
+  expect(await svc.rt.db.prisma.delivery.findMany({ where: dead, orderBy: { id: 'asc' } })).toEqual(before);
 });

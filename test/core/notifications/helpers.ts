@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { Transaction, TransactionStatus } from '../../../src/generated/prisma/client.js';
-import { emitTransactionUpdate } from '../../../src/core/notifications/events.js';
+import { emitTransactionUpdate, writeWithEvents } from '../../../src/core/notifications/events.js';
 import { claimRow, LEASE_MS } from '../../../src/db/lease.js';
 import { publishTransaction, saveTransactions } from '../../../src/core/transactions/store.js';
 import type { Runtime } from '../../../src/core/runtime.js';
@@ -28,16 +28,16 @@ export function hookConfig(url: string, key: string | null = SIGNING_KEY) {
  * tests move it on through saveTransactions under a lease, the pipeline's own way of changing a transaction.
  */
 export async function acceptTransaction(rt: Runtime, relayerId = 'evm-relayer'): Promise<Transaction> {
-  const relayer = await rt.prisma.relayer.findUniqueOrThrow({ where: { id: relayerId } });
-  const tx = await rt.prisma.$transaction(async (db) => {
-    const row = await db.transaction.create({
+  const relayer = await rt.db.prisma.relayer.findUniqueOrThrow({ where: { id: relayerId } });
+  const tx = await writeWithEvents(rt, async (out) => {
+    const row = await out.db.transaction.create({
       data: { relayerId, networkType: 'evm', from: DEV_ADDRESS, to: '0x000000000000000000000000000000000000dEaD', value: '1', request: {}, dueAt: null },
     });
-    await emitTransactionUpdate(families, db, relayer, row);
+    await emitTransactionUpdate(families, out, relayer, row);
     return row;
   });
   publishTransaction(rt, tx);
-  rt.wake();
+  rt.work.to?.wake();
   return tx;
 }
 
@@ -47,8 +47,8 @@ export async function walk(rt: Runtime, id: string, statuses: TransactionStatus[
   for (const status of statuses) {
     const hash = `0x${'ab'.repeat(32)}`;
     // As a worker does: take the row's lease, then save the change under it.
-    if (!(await claimRow(rt.prisma, 'transactions', id, rt.instanceId, LEASE_MS))) throw new Error(`transaction ${id} is leased elsewhere`);
-    const before = await rt.prisma.transaction.findUniqueOrThrow({ where: { id } });
+    if (!(await claimRow(rt.db.prisma, 'transactions', id, rt.instanceId, LEASE_MS))) throw new Error(`transaction ${id} is leased elsewhere`);
+    const before = await rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
     const patch = { status, hash, ...(status === 'sent' ? { sentAt: new Date() } : {}), ...(status === 'confirmed' ? { confirmedAt: new Date() } : {}) };
     await saveTransactions(rt, rt.instanceId, [{ before, patch, release: true }]);
   }

@@ -14,13 +14,18 @@ it('a delivery attempt writes its outcome only under the lease it was claimed wi
   const rt = svc.rt;
   await acceptTransaction(rt);
   const [id] = await claimDue(rt.db, 'deliveries', { owner: rt.instanceId, limit: 1, leaseMs: 1_000, where: 'true' });
-  const claimed = await rt.prisma.delivery.findUniqueOrThrow({ where: { id } });
+  const claimed = await rt.db.prisma.delivery.findUniqueOrThrow({ where: { id } });
   // The attempt outlives its lease and the delivery is claimed again (here by the same instance).
-  await rt.prisma.$executeRaw`UPDATE deliveries SET lease_until = lease_until + interval '1 minute' WHERE id = ${id}`;
+  await rt.db.prisma.$executeRaw`UPDATE deliveries SET lease_until = lease_until + interval '1 minute' WHERE id = ${id}`;
   const outcome = { status: 'delivered' as const, error: null, statusCode: 200 };
   expect(await recordOutcome(rt, claimed, 1, outcome)).toBe(false);
-  expect(await rt.prisma.delivery.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: rt.instanceId });
-  const current = await rt.prisma.delivery.findUniqueOrThrow({ where: { id } });
+  expect(await rt.db.prisma.delivery.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: rt.instanceId });
+  const current = await rt.db.prisma.delivery.findUniqueOrThrow({ where: { id } });
   expect(await recordOutcome(rt, current, 1, outcome)).toBe(true);
-  expect(await rt.prisma.delivery.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'delivered', attempts: 1, leaseOwner: null, leaseUntil: null });
+  expect(await rt.db.prisma.delivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+    status: 'delivered',
+    attempts: 1,
+    leaseOwner: null,
+    leaseUntil: null,
+  });
 });

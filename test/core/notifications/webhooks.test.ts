@@ -175,7 +175,7 @@ describe.each(await databaseKinds())('webhooks on %s', (db) => {
     }
     expect(lines.join('')).toContain('will retry');
     expect(lines.join('')).not.toContain(SIGNING_KEY);
-    const rows = await svc.rt.prisma.delivery.findMany();
+    const rows = await svc.rt.db.prisma.delivery.findMany();
     expect(JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(SIGNING_KEY);
     const res = await svc.request('POST', '/graphql', { query: DELIVERIES, variables: { id: 'hook' } });
     const text = await res.text();

@@ -18,8 +18,8 @@ describe('intake of many relayers at once', () => {
   });
   afterAll(() => svc?.stop());
 
-  const snapshot = (id: string) => svc.rt.prisma.relayer.findUniqueOrThrow({ where: { id } });
-  const setNonce = (id: string, nextNonce: bigint | null) => svc.rt.prisma.relayer.update({ where: { id }, data: { nextNonce } });
+  const snapshot = (id: string) => svc.rt.db.prisma.relayer.findUniqueOrThrow({ where: { id } });
+  const setNonce = (id: string, nextNonce: bigint | null) => svc.rt.db.prisma.relayer.update({ where: { id }, data: { nextNonce } });
   let n = 0;
   const intake = (relayer: Relayer, idempotencyKey: string | null = null): Intake => ({
     relayer,
@@ -49,7 +49,7 @@ describe('intake of many relayers at once', () => {
     for (const [i, id] of RELAYERS.entries()) {
       const mine = outcomes.filter((_, k) => sent[k].relayer === id);
       expect(nonces(mine)).toEqual(range(BigInt(100 * (i + 1)), 20));
-      const stored = await svc.rt.prisma.transaction.findMany({ where: { id: { in: mine.map((t) => (t as Transaction).id) } } });
+      const stored = await svc.rt.db.prisma.transaction.findMany({ where: { id: { in: mine.map((t) => (t as Transaction).id) } } });
       expect(stored.map((t) => t.nonce).sort((a, b) => Number(a! - b!))).toEqual(range(BigInt(100 * (i + 1)), 20));
       expect((await snapshot(id)).nextNonce).toBe(BigInt(100 * (i + 1) + 20));
     }
@@ -60,9 +60,9 @@ describe('intake of many relayers at once', () => {
     const [evm, solana, stellar] = await Promise.all(RELAYERS.map(snapshot));
     const evmNext = evm.nextNonce!;
     // Changed after its sends were checked.
-    await svc.rt.prisma.relayer.update({ where: { id: STELLAR_RELAYER }, data: { policies: { changed: true } } });
+    await svc.rt.db.prisma.relayer.update({ where: { id: STELLAR_RELAYER }, data: { policies: { changed: true } } });
     const refused = { relayerId: { in: [SOLANA_RELAYER, STELLAR_RELAYER] } };
-    const before = await svc.rt.prisma.transaction.count({ where: refused });
+    const before = await svc.rt.db.prisma.transaction.count({ where: refused });
     const sent = interleaved([evm, solana, stellar], 5);
     const outcomes = await Promise.all(sent.map((s) => s.outcome));
     const of = (id: string) => outcomes.filter((_, k) => sent[k].relayer === id);
@@ -70,7 +70,7 @@ describe('intake of many relayers at once', () => {
     expect(of(SOLANA_RELAYER)).toEqual(Array(5).fill('no-nonce'));
     expect(of(STELLAR_RELAYER)).toEqual(Array(5).fill('stale'));
     expect((await snapshot(STELLAR_RELAYER)).nextNonce).toBe(stellar.nextNonce);
-    expect(await svc.rt.prisma.transaction.count({ where: refused })).toBe(before);
+    expect(await svc.rt.db.prisma.transaction.count({ where: refused })).toBe(before);
   });
 
   it('refuses only the send with a repeated Idempotency-Key; the others, of its relayer too, get contiguous nonces', async () => {

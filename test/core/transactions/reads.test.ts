@@ -32,7 +32,7 @@ describe.each(await databaseKinds())('API reads on %s', (kind) => {
     } else {
       db = await openTestPglite();
     }
-    rt = { db, prisma: db.prisma } as unknown as Runtime;
+    rt = { db } as unknown as Runtime;
     await db.prisma.relayer.create({
       data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },
     });

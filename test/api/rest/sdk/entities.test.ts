@@ -130,7 +130,7 @@ describe('@openzeppelin/relayer-sdk against the service (anvil, Solana and Stell
     expect(list.data.pagination).toEqual({ current_page: 1, per_page: 10, total_items: 3 });
     const updated = await api.signers.updateSigner('generated', { type: 'local', config: {} });
     expect(updated.data.data?.id).toBe('generated');
-    const rows = await svc.rt.prisma.signer.findMany();
+    const rows = await svc.rt.db.prisma.signer.findMany();
     expect(JSON.stringify(rows)).not.toContain(KEY_1.slice(2));
   });
 
@@ -317,10 +317,10 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
     await expectError(await svc.request('DELETE', '/api/v1/relayers/nobody'), 404, 'Relayer with ID nobody not found');
     await seedTransaction(svc.rt, { relayerId: SOLANA_RELAYER, networkType: 'solana', status: 'submitted', nonce: null });
     await expectError(await svc.request('DELETE', `/api/v1/relayers/${SOLANA_RELAYER}`), 400, 'Bad Request', /has 1 transaction\(s\) in flight/);
-    expect(await svc.rt.prisma.relayer.findUnique({ where: { id: SOLANA_RELAYER } })).not.toBeNull();
+    expect(await svc.rt.db.prisma.relayer.findUnique({ where: { id: SOLANA_RELAYER } })).not.toBeNull();
     const res = await svc.request('DELETE', `/api/v1/relayers/${STELLAR_RELAYER}`);
     expect(res.status).toBe(200);
-    expect(await svc.rt.prisma.relayer.findUnique({ where: { id: STELLAR_RELAYER } })).toBeNull();
+    expect(await svc.rt.db.prisma.relayer.findUnique({ where: { id: STELLAR_RELAYER } })).toBeNull();
   });
 
   it('status, balance, by-nonce and pending: 404 for an unknown relayer, 400 for a bad nonce', async () => {
@@ -364,14 +364,14 @@ describe.each(dbs)('entity routes: errors on %s', (db) => {
     await expectError(await svc.request('DELETE', '/api/v1/signers/dev-signer'), 400, 'Bad Request', /used by relayer/);
     await expectError(await svc.request('PATCH', '/api/v1/signers/dev-signer', { config: {} }), 400, 'Bad Request', /used by relayer/);
     expect(await dbState(svc.rt)).toBe(before);
-    expect(await svc.rt.prisma.signer.count()).toBe(0);
+    expect(await svc.rt.db.prisma.signer.count()).toBe(0);
   });
 
   it('networks: 404 for an unknown id, 400 naming rpc_urls; readiness 503 names the unreachable network', async () => {
     await expectError(await svc.request('GET', '/api/v1/networks/evm:nowhere'), 404, 'Network with ID evm:nowhere not found');
     await expectError(await svc.request('PATCH', '/api/v1/networks/evm:localnet', { rpc_urls: ['ftp://x'] }), 400, 'Bad Request', /^rpc_urls/);
     await expectError(await svc.request('PATCH', '/api/v1/networks/evm:localnet', { rpc_urls: [] }), 400, 'Bad Request', /^rpc_urls: must list at least one/);
-    expect(await svc.rt.prisma.networkOverride.count()).toBe(0);
+    expect(await svc.rt.db.prisma.networkOverride.count()).toBe(0);
     const ready = await svc.request('GET', '/api/v1/ready', undefined, { authorization: '' });
     expect(ready.status).toBe(503);
     const body = await ready.json();
@@ -490,7 +490,7 @@ describe.each(dbs)('API changes survive a restart with the same config file (%s)
       const network = (await (await svc.request('GET', '/api/v1/networks/evm:localnet')).json()).data;
       expect(network.rpc_urls).toEqual([{ url: 'http://127.0.0.1:2', weight: 100 }]);
       // The created relayer's signer was loaded again from its encrypted keystore.
-      expect(svc.rt.signers.get('api-signer:evm')?.address).toBe(ADDRESS_1);
+      expect(svc.rt.signers.loaded.get('api-signer:evm')?.address).toBe(ADDRESS_1);
 
       // Created again through the API, a deleted entity is the API's: the file does not overwrite it.
       await ok('POST', '/api/v1/relayers', { id: 'evm-2', name: 'Mine now', network: 'localnet', network_type: 'evm', paused: true, signer_id: 'dev-signer' });

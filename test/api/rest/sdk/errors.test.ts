@@ -67,13 +67,13 @@ describe.each(await databaseKinds())('signing and JSON-RPC route errors on %s', 
 
   it('a paused relayer: 400 on every route, nothing changed', async () => {
     for (const id of ['evm-relayer', SOLANA_RELAYER, STELLAR_RELAYER]) {
-      await svc.rt.prisma.relayer.update({ where: { id }, data: { paused: true } });
+      await svc.rt.db.prisma.relayer.update({ where: { id }, data: { paused: true } });
       const paused = await dbState(svc.rt);
       for (const { path, good } of ROUTES) {
         await expectError(await post(id, path, good), 400, 'Bad Request', `relayer ${id} is paused`);
       }
       expect(await dbState(svc.rt)).toBe(paused);
-      await svc.rt.prisma.relayer.update({ where: { id }, data: { paused: false } });
+      await svc.rt.db.prisma.relayer.update({ where: { id }, data: { paused: false } });
     }
   });
 

@@ -163,7 +163,7 @@ describe('JSON-RPC passthrough through @openzeppelin/relayer-sdk', () => {
     const receipt = await chain.waitForTransactionReceipt({ hash: answer.result });
     expect(receipt.from.toLowerCase()).toBe(account.address.toLowerCase());
     expect(await chain.getTransactionCount({ address: DEV_ADDRESS })).toBe(relayerNonce);
-    expect(await svc.rt.prisma.transaction.count()).toBe(0);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(0);
   });
 
   it("fails over to the relayer's next RPC URL, and answers -33002 when none answers", async () => {

@@ -69,7 +69,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     expect(await verifyMessage({ address: DEV_ADDRESS, message: 'hello relayer ✓', signature: `0x${d.sig}` })).toBe(true);
     expect(await verifyMessage({ address: DEV_ADDRESS, message: 'hello relayer', signature: `0x${d.sig}` })).toBe(false);
     expect(await chain.getBlockNumber()).toBe(blockBefore);
-    expect(await svc.rt.prisma.transaction.count()).toBe(0);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(0);
   });
 
   it('signs EIP-712 typed data given as domain separator and struct hash: viem verifies it against the full document', async () => {
@@ -124,7 +124,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     expect(await verifySignature(await getPublicKeyFromAddress(solanaAddress as Address), relayerSig, tx.messageBytes)).toBe(true);
     // The user's own signature is still there and still valid for the unchanged message.
     expect(await verifySignature(user.keyPair.publicKey, tx.signatures[user.address]!, tx.messageBytes)).toBe(true);
-    expect(await svc.rt.prisma.transaction.count()).toBe(0);
+    expect(await svc.rt.db.prisma.transaction.count()).toBe(0);
   });
 
   it('refuses a Solana transaction whose fee payer is not the relayer (400 naming the field)', async () => {
@@ -196,7 +196,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     await client.relayers.updateRelayer('evm-relayer', { paused: false });
     expect((await client.relayers.sign('evm-relayer', { message: 'x' })).status).toBe(200);
 
-    await svc.rt.prisma.relayer.update({
+    await svc.rt.db.prisma.relayer.update({
       where: { id: STELLAR_RELAYER },
       data: { systemDisabled: true, disabledReason: { type: 'RpcValidationFailed', details: 'no RPC answered' } },
     });
@@ -204,7 +204,7 @@ describe('signing without sending, through @openzeppelin/relayer-sdk', () => {
     const { status, body } = await sdkError(client.relayers.sign(STELLAR_RELAYER, { message: 'x' }));
     expect({ status, error: body.error }).toEqual({ status: 400, error: `relayer ${STELLAR_RELAYER} is disabled: no RPC answered` });
     expect(await dbState(svc.rt)).toBe(before);
-    await svc.rt.prisma.relayer.update({ where: { id: STELLAR_RELAYER }, data: { systemDisabled: false, disabledReason: undefined } });
+    await svc.rt.db.prisma.relayer.update({ where: { id: STELLAR_RELAYER }, data: { systemDisabled: false, disabledReason: undefined } });
   });
 
   it('the same operations through GraphQL, on the same resolvers', async () => {

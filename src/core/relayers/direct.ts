@@ -1,0 +1,36 @@
+import type { Relayer } from '../../generated/prisma/client.js';
+import type { Runtime } from '../runtime.js';
+
+// What a chain family offers for acting as a relayer without sending anything (its spec's
+// `direct`): core/relayers/sign-and-forward.ts serves the operations through it.
+
+/** A message signature: EVM `{r, s, v, sig}` (hex without 0x, v 27 or 28), ed25519 `{signature, public_key}`. */
+export type MessageSignature = { kind: 'evm'; r: string; s: string; v: number; sig: string } | { kind: 'ed25519'; signature: string; publicKey: string };
+
+/** A transaction signed as the relayer: Solana `{transaction, signature}`, Stellar `{signedXdr, signature}`. */
+export type SignedTransaction = { kind: 'solana'; transaction: string; signature: string } | { kind: 'stellar'; signedXdr: string; signature: string };
+
+export interface SignTransactionInput {
+  /** Solana: a base64 wire transaction. */
+  transaction?: string | null;
+  /** Stellar: a base64 transaction envelope XDR. */
+  unsignedXdr?: string | null;
+}
+
+/** One call the passthrough forwards: its answer is the node's result or the node's error. */
+export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; data?: unknown } };
+
+/** What a chain family offers for these operations; an operation it leaves out is refused as not supported. */
+export interface DirectOps {
+  signMessage?(rt: Runtime, relayer: Relayer, message: string): Promise<MessageSignature>;
+  signTypedData?(rt: Runtime, relayer: Relayer, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature>;
+  signTransaction?(rt: Runtime, relayer: Relayer, input: SignTransactionInput): Promise<SignedTransaction>;
+  rpc: {
+    /** Why a method is refused, or null when it may be forwarded (a pure rule). */
+    refusal(method: string): string | null;
+    /** The family's own wrapping of a call (the reference's Solana `rawRpcRequest`), undone. */
+    unwrap?(call: { method: string; params: unknown }): { method: string; params: unknown };
+    /** Forwards calls to the relayer's RPC URLs with failover, answers in call order. */
+    forward(rt: Runtime, relayer: Relayer, calls: { method: string; params: unknown }[]): Promise<Forwarded[]>;
+  };
+}
