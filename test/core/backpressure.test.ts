@@ -59,9 +59,9 @@ describe.runIf(families.has('evm'))('sends while the worker has no room', () => 
     const room = new Promise<void>((resolve) => {
       open = resolve;
     });
-    const worker = svc.rt.work.to!;
-    const own = worker.roomForSends;
-    worker.roomForSends = () => room;
+    // The worker (or none) as it is, but for its room.
+    const real = svc.rt.work.to;
+    const detach = svc.rt.work.attach({ wake: () => real?.wake(), handOff: (rows) => real?.handOff(rows), roomForSends: () => room });
     try {
       const before = await svc.rt.db.prisma.transaction.count();
       const sent = svc.request('POST', '/api/v1/relayers/evm-relayer/transactions', { value: 1, to: RECEIVER });
@@ -74,7 +74,8 @@ describe.runIf(families.has('evm'))('sends while the worker has no room', () => 
       expect(body.data).toMatchObject({ status: expect.any(String), to: RECEIVER, value: '1' });
       expect(await svc.rt.db.prisma.transaction.count()).toBe(before + 1);
     } finally {
-      worker.roomForSends = own;
+      detach();
+      if (real) svc.rt.work.attach(real);
     }
   });
 });
