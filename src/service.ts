@@ -131,7 +131,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   };
   try {
     await loadCustodySigners(rt);
-    await syncConfig(db.prisma, config, signers);
+    await syncConfig(db.prisma, config, families, signers);
   } catch (e) {
     await stopPlugins(plugins);
     await db.close();

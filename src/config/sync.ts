@@ -1,3 +1,4 @@
+import type { FamilySpecs } from '../core/registry.js';
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/client.js';
 import { Prisma } from '../generated/prisma/client.js';
@@ -14,7 +15,7 @@ const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).di
  * notification deleted through the API (a tombstone) stays deleted, and one created through it
  * (no digest) is the API's even if the file later names its id.
  */
-export async function syncConfig(prisma: Db, config: Config, signers: SignerRegistry): Promise<void> {
+export async function syncConfig(prisma: Db, config: Config, families: FamilySpecs, signers: SignerRegistry): Promise<void> {
   const tombstones = await prisma.tombstone.findMany({ select: { kind: true, id: true } });
   const deleted = (kind: string) => new Set(tombstones.filter((t) => t.kind === kind).map((t) => t.id));
   const deletedNotifications = deleted('notification');
@@ -32,7 +33,7 @@ export async function syncConfig(prisma: Db, config: Config, signers: SignerRegi
   for (const r of config.relayers) {
     if (deletedRelayers.has(r.id)) continue;
     // A custody that did not answer at start-up: the address is unknown until it does (core/relayers/checks.ts).
-    const address = signers.get(signerKey(r.signerId, r.networkType))?.address ?? '';
+    const address = signers.get(signerKey(r.signerId, families.spec(r.networkType).signerKind))?.address ?? '';
     const { where, ...entry } = r;
     const configDigest = digest({ ...entry, address });
     const existing = await prisma.relayer.findUnique({ where: { id: r.id }, select: { configDigest: true, address: true } });
