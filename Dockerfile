@@ -3,7 +3,8 @@
 # non-root user. Configuration and keystores are mounted at /config (CONFIG_PATH), the embedded
 # database and the generated API key live in the /data volume (DATA_DIR). compose.yaml runs two of
 # these on PostgreSQL and Redis. The commands are the ones CI runs (.ci/run, scripts/node-lines.mjs).
-ARG NODE_VERSION=24
+# The Node line is the one package.json pins (devDependencies' node), which npm scripts and CI run on.
+ARG NODE_VERSION=26
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app

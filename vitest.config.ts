@@ -16,6 +16,7 @@ const UNIT = [
   'test/core/notifications/rules.test.ts',
   'test/core/relayers/rpc.test.ts',
   'test/lib/json.test.ts',
+  'test/lib/node-line.test.ts',
   'test/signers/evm-signing.test.ts',
 ];
 /** Crash points, kill -9, RPC and infrastructure chaos, and the short soak. */

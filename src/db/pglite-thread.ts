@@ -125,7 +125,7 @@ export async function openThreadedPGlite(dataDir?: string, opts: { maxPrepared?:
     if (m.err) p.reject(failure(m.err));
     else p.resolve(m.ok);
   });
-  worker.on('error', (e) => stop(new Error(`the database thread failed: ${e.message}`)));
+  worker.on('error', (e) => stop(new Error(`the database thread failed: ${e instanceof Error ? e.message : String(e)}`)));
   worker.on('exit', (code) => stop(new Error(`the database thread exited (${code})`)));
 
   const call = <T>(m: Record<string, unknown>) =>

@@ -139,10 +139,11 @@ describe('Dockerfile', () => {
   const ci = read('.ci/run').split('\n');
   const runs = (stage: typeof build) => stage.steps.filter((s) => s.op === 'RUN').map((s) => s.args);
 
-  it('builds as CI does, on a supported Node line', () => {
+  it('builds as CI does, on the pinned Node line', () => {
     for (const command of runs(build)) expect(ci, command).toContain(command);
     const line = Number(/ARG NODE_VERSION=(\d+)/.exec(read('Dockerfile'))![1]);
     expect(supportedLines()).toContain(line);
+    expect(line).toBe(Number(JSON.parse(read('package.json')).devDependencies.node.split('.')[0]));
     expect(build.from).toMatch(/^node:\$\{NODE_VERSION\}-bookworm-slim AS build$/);
     expect(runtime.from).toMatch(/^node:\$\{NODE_VERSION\}-bookworm-slim$/);
     expect(ci).toContain('node scripts/node-lines.mjs');
