@@ -33,19 +33,22 @@ export function defaultWindow(perSecond: number, burst: number): Window {
  * (rate-limiter-flexible's insuranceLimiter, same window) rather than failing the request.
  */
 export function rateLimits(defaults: Window, redis?: Redis): RateLimits {
-  const made = new Map<string, RateLimiterAbstract>();
+  const make = ({ limit, duration }: Window): RateLimiterAbstract => {
+    const opts = { points: limit, duration, keyPrefix: `relayer:rate:${limit}/${duration}` };
+    return redis
+      ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
+      : new RateLimiterMemory(opts);
+  };
+  const deployment = make(defaults);
+  const made = new Map([[`${defaults.limit}/${defaults.duration}`, deployment]]);
   return {
     defaults,
-    limiter({ limit, duration }) {
-      const name = `${limit}/${duration}`;
+    limiter(w) {
+      // The window of nearly every call, found without making its name.
+      if (w === defaults) return deployment;
+      const name = `${w.limit}/${w.duration}`;
       let l = made.get(name);
-      if (!l) {
-        const opts = { points: limit, duration, keyPrefix: `relayer:rate:${name}` };
-        l = redis
-          ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
-          : new RateLimiterMemory(opts);
-        made.set(name, l);
-      }
+      if (!l) made.set(name, (l = make(w)));
       return l;
     },
   };

@@ -123,17 +123,19 @@ export async function takeCharge(ctx: Context, charge: Charge, status: number): 
     if (c.calls > w.limit) return bad(c, w.limit, deployment ? deploymentLimit(ctx, w.limit) : `the @rateLimit limit of ${c.fields.join(', ')}`);
   }
   const key = ctx.caller.budget;
-  const limiters = charge.map((c) => limits.limiter(c.window ?? limits.defaults));
-  const take = (i: number) => limiters[i].consume(key, charge[i].calls).then(() => 0, waitOf);
-  const wait = charge.length === 1 ? await take(0) : Math.max(...(await Promise.all(charge.map((_, i) => take(i)))));
+  const limiter = (c: Charge[number]) => limits.limiter(c.window ?? limits.defaults);
+  const take = (c: Charge[number]) => limiter(c).consume(key, c.calls).then(taken, waitOf);
+  const wait = charge.length === 1 ? await take(charge[0]) : Math.max(...(await Promise.all(charge.map(take))));
   if (!wait) return null;
   // A refused count is still added to the counter: give every point back, so what was refused costs nothing.
-  await Promise.all(limiters.map((l, i) => l.reward(key, charge[i].calls)));
+  await Promise.all(charge.map((c) => limiter(c).reward(key, c.calls)));
   // Ends before error masking, which sets the HTTP status of the other errors.
   const error = rateLimited(wait / 1000);
   Object.assign(error.extensions.http as object, { status });
   return error;
 }
+
+const taken = () => 0;
 
 /** Milliseconds until a refused count may be taken; any other failure is passed on. */
 function waitOf(e: unknown): number {
