@@ -33,7 +33,7 @@ function server(limits: RateLimits) {
   builder.mutationField('touch', (t) => t.string({ directives: RATE_LIMITED, resolve: () => 'touched' }));
   builder.subscriptionField('nothing', (t) => t.string({ subscribe: async function* () {}, resolve: () => '' }));
   const log = createLogger('silent');
-  const rt = { rateLimit: limits, env: { rateLimit: { perSecond: 10 / 60, burst: 10 } }, log };
+  const rt = { access: { rateLimit: limits }, env: { rateLimit: { perSecond: 10 / 60, burst: 10 } }, log };
   const yoga = createYoga({
     schema: applyRateLimits(builder.toSchema(), limits),
     logging: false,
