@@ -10,8 +10,7 @@ import { startDevnet } from './devnet.js';
 import type { Env } from './core/settings.js';
 import { createLogger, type Logger } from './lib/log.js';
 import { createEvents } from './core/pubsub.js';
-import { memoryBucket } from './lib/bucket.js';
-import { redisBucket } from './lib/redis-bucket.js';
+import { defaultWindow, rateLimits } from './lib/rate-limits.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
@@ -115,11 +114,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     families,
     signers: { loaded: signers, custodies },
     access: {
-      rateLimit: redis
-        ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
-            log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
-          )
-        : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+      rateLimit: rateLimits(defaultWindow(env.rateLimit.perSecond, env.rateLimit.burst), redis?.publish),
     },
     notifications: {
       events: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),

@@ -3,7 +3,7 @@ import type { Caller } from '../../core/access/keys.js';
 import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, type OperationDefinitionNode } from 'graphql';
 import { type LocalCall, requestContext } from '../graphql/context.js';
-import { rateLimitedRootFields } from '../graphql/rate-limit.js';
+import { rootCharge } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import { replacedBytes, textIssues, textProblem } from '../../lib/validate.js';
@@ -57,6 +57,7 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
     const field = parent?.getFields()[route.field.name];
     if (!field) return [];
     const op = route.document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    const charge = rootCharge(schema, route.document);
     return [
       {
         route,
@@ -66,7 +67,8 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
           .map((s) => (s.startsWith('{') ? { param: s.slice(1, -1) } : s)),
         document: route.document,
         operationName: op.name!.value,
-        rateLimited: rateLimitedRootFields(schema, route.document),
+        rateLimited: charge.reduce((n, c) => n + c.calls, 0),
+        charge,
       },
     ];
   });
@@ -281,7 +283,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
     const result = await run(
-      { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited, fixed: true },
+      { document: hit.c.document, operationName: hit.c.operationName, variables, charge: hit.c.charge, fixed: true },
       requestContext(rt, ctx.requestId, ctx.caller, local),
       ctx.labels,
     );
