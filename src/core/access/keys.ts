@@ -7,7 +7,7 @@ import { announce } from '../changes.js';
 import { forbidden, invalid, notFound } from '../domain-error.js';
 import { paged, toPage } from '../page.js';
 import type { Runtime } from '../runtime.js';
-import { covers, type Grant, grantsOf, parsePermission, visibleWhere, visible } from './permissions.js';
+import { covers, type Grant, grantsOf, PERMISSION, parsePermission, visibleWhere, visible } from './permissions.js';
 
 /** Who is calling: the administrator (the API_KEY of the environment) or a stored key. */
 export interface Caller {
@@ -69,13 +69,13 @@ export function forgetApiKeys(rt: Runtime) {
   rt.held.apiKeys.clear();
 }
 
-const origin = z.string().refine((o) => o === '*' || /^https?:\/\/[^/\s?#]+$/i.test(o), 'must be * or an origin (scheme://host[:port], no path)');
+const origin = z.string().regex(/^(?:\*|[hH][tT][tT][pP][sS]?:\/\/[^/\s?#]+)$/, 'must be * or an origin (scheme://host[:port], no path)');
 
 export const createInput = z
   .object({
-    name: z.string().trim().min(1, 'must not be empty').max(200),
+    name: z.string().regex(/\S/, 'must not be empty').trim().max(200),
     permissions: z
-      .array(z.string().max(300))
+      .array(z.string().max(300).meta({ pattern: PERMISSION.source }))
       .min(1, 'at least one')
       .max(100)
       .superRefine((list, ctx) => {
