@@ -81,6 +81,9 @@ export function readStored<T extends z.ZodObject>(schema: T, stored: unknown): z
   return out as z.output<T>;
 }
 
+/** Base64 text (standard alphabet, padded). */
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
 
