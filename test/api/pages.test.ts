@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from '../support/postgres.js';
 import type { TestService } from '../support/service.js';
-import { envelope, SOLANA_RELAYER, startRestService } from './rest/helpers.js';
+import { envelope, SOLANA_RELAYER, STELLAR_RELAYER, startRestService } from './rest/helpers.js';
 
 // Pages of a relayer's transactions at every depth, by number (REST and GraphQL) and by cursor
 // (GraphQL first/after): the rows, their order and the totals are those of the plain
@@ -88,6 +88,106 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
   it('answers 404 for a deep page of a relayer that does not exist', async () => {
     const res = await svc.request('GET', '/api/v1/relayers/nobody/transactions?page=5000&per_page=20');
     expect(res.status).toBe(404);
+  });
+
+  // The last pages a route takes (page and per_page are int32): the skip passes 2^31 rows, and
+  // twice the skip (the list's nearer end) 2^31 from page 2^30. An empty page with the list's
+  // total, on every list, never a 500.
+  const FAR = [
+    [2147483646, 1],
+    [2147483647, 1],
+    [2147483647, 100],
+    [1073741825, 2],
+  ] as const;
+
+  it('answers the farthest pages of every REST list empty, with its total', async () => {
+    await svc.request('POST', '/api/v1/notifications', { id: 'far-hook', url: 'https://example.com/far' });
+    const doc = (await (await svc.request('GET', '/api/v1/openapi.json')).json()) as {
+      paths: Record<string, { get?: { parameters?: { name: string; in: string; schema: { maximum?: number; enum?: string[]; $ref?: string } }[] } }>;
+    };
+    const lists = Object.entries(doc.paths).filter(([, m]) => m.get?.parameters?.some((p) => p.name === 'page'));
+    expect(lists.map(([p]) => p)).toEqual(expect.arrayContaining(['/api/v1/relayers', '/api/v1/relayers/{relayer_id}/transactions', '/api/v1/notifications']));
+    const seen: string[] = [];
+    for (const [template, { get }] of lists) {
+      const page = get!.parameters!.find((p) => p.name === 'page')!;
+      expect(page.schema.maximum).toBe(2147483647);
+      const relayers = template.includes('{relayer_id}') ? [RELAYER, STELLAR_RELAYER] : [RELAYER];
+      const statuses = get!.parameters!.some((p) => p.name === 'status') ? [null, 'canceled', 'confirmed'] : [null];
+      for (const relayer of relayers) {
+        for (const status of statuses) {
+          const path = template.replace('{relayer_id}', relayer).replace('{notification_id}', 'far-hook');
+          const q = status ? `&status=${status}` : '';
+          const first = await envelope(await svc.request('GET', `${path}?per_page=1${q}`));
+          if (template.endsWith('/transactions')) {
+            const [{ n }] = await svc.rt.db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM transactions WHERE relayer_id = $1${status ? ` AND status = '${status}'` : ''}`,
+              [relayer],
+            );
+            expect(first.pagination!.total_items).toBe(n);
+          }
+          for (const [p, n] of FAR) {
+            const res = await svc.request('GET', `${path}?page=${p}&per_page=${n}${q}`);
+            const body = await envelope(res);
+            expect({ path, status, p, n, code: res.status, data: body.data, pagination: body.pagination }).toEqual({
+              path,
+              status,
+              p,
+              n,
+              code: 200,
+              data: [],
+              pagination: { current_page: p, per_page: n, total_items: first.pagination!.total_items },
+            });
+          }
+          seen.push(path);
+        }
+      }
+    }
+    expect(seen.length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('answers the farthest pages of every GraphQL list empty, with its total', async () => {
+    await svc.request('POST', '/api/v1/notifications', { id: 'far-hook-2', url: 'https://example.com/far' });
+    const { data } = await svc.gql('{ __schema { types { name fields { name args { name } } } } }');
+    const listFields = (data.__schema.types as { name: string; fields: { name: string; args: { name: string }[] }[] | null }[]).flatMap((t) =>
+      (t.fields ?? []).filter((f) => f.args.some((a) => a.name === 'page')).map((f) => `${t.name}.${f.name}`),
+    );
+    /** Each list field in a query that reaches it (its parent read by id). */
+    const reach: Record<string, (args: string, relayer: string) => string> = {
+      'Query.relayerTransactions': (a, r) => `relayerTransactions(relayerId: "${r}", ${a})`,
+      'Relayer.transactions': (a, r) => `relayer(id: "${r}") { transactions(${a})`,
+      'Notification.deliveries': (a) => `notification(id: "far-hook-2") { deliveries(${a})`,
+    };
+    for (const field of listFields) {
+      const [type, name] = field.split('.');
+      expect(type === 'Query' || reach[field], `a way to reach ${field}`).toBeTruthy();
+      const open = reach[field] ?? ((a: string) => `${name}(${a})`);
+      const close = type === 'Query' ? '' : ' }';
+      const ofRelayer = field.endsWith('ransactions');
+      const filtered = ofRelayer ? [null, 'canceled', 'confirmed'] : [null];
+      for (const relayer of ofRelayer ? [RELAYER, STELLAR_RELAYER] : [RELAYER]) {
+        for (const status of filtered) {
+          const args = (p: number, n: number) => `page: ${p}, perPage: ${n}${status ? `, status: ${status}` : ''}`;
+          const read = async (p: number, n: number) => {
+            const r = await svc.gql(`{ x: ${open(args(p, n), relayer)} { items { __typename } pagination { currentPage perPage totalItems } }${close} }`);
+            expect(r.errors, `${field} page ${p}`).toBeUndefined();
+            return type === 'Query' ? r.data.x : Object.values(r.data.x as object)[0];
+          };
+          const { pagination: first } = await read(1, 1);
+          for (const [p, n] of FAR) {
+            expect({ field, relayer, status, p, n, ...(await read(p, n)) }).toEqual({
+              field,
+              relayer,
+              status,
+              p,
+              n,
+              items: [],
+              pagination: { currentPage: p, perPage: n, totalItems: first.totalItems },
+            });
+          }
+        }
+      }
+    }
+    expect(listFields).toEqual(expect.arrayContaining(['Query.relayerTransactions', 'Relayer.transactions', 'Notification.deliveries', 'Query.relayers']));
   });
 
   /** Every row of the list by cursor, `first` at a time, through a root or a relayer's field; `between` runs after each page. */

@@ -12,7 +12,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './sign-and-forward.js';
 import { fail, json, ok } from './envelope.js';
-import { camel, check, fromText, graphqlNames, typeProblem } from './fields.js';
+import { camel, check, fromText, graphqlNames, pathText, typeProblem } from './fields.js';
 import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { restRoutes } from './routes.js';
@@ -204,7 +204,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         const text = decodeURIComponent(params[name]);
         const why = textProblem(text);
         if (why) issues.push(`${name}: ${why}`);
-        variables[p.gql] = p.schema ? fromText(text, p.schema, name, issues) : text;
+        variables[p.gql] = fromText(text, p.schema ?? pathText, name, issues);
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
