@@ -3,7 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
-import { networkKey, type Network, type RpcEndpoint } from '../core/networks.js';
+import { networkKey, type Network } from '../core/networks.js';
+import { NO_RPC_URLS, type RpcEndpoint } from '../core/rpc-urls.js';
 import type { FamilySpecs, NetworkType } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
@@ -75,9 +76,6 @@ const entryName = (section: string, i: number, raw: unknown) => {
 function issues(where: string, error: z.ZodError): string[] {
   return error.issues.map((i) => `${where}${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`);
 }
-
-const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null | undefined): RpcEndpoint[] =>
-  (urls ?? []).map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
 
 /**
  * Reads and checks the whole file against the chain families offered; every problem is reported at
@@ -168,8 +166,8 @@ export async function loadConfig(
   };
   for (const [key, { where }] of parsedNetworks) {
     const n = resolveNetwork(key, []) as z.infer<typeof networkSchema> & Record<string, unknown>;
-    const rpcUrls = normalizeRpc(n.rpc_urls);
-    if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
+    const rpcUrls = n.rpc_urls ?? [];
+    if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: ${NO_RPC_URLS}`);
     for (const field of families.spec(n.type).network.required ?? []) {
       if (n[field] === undefined || n[field] === '') problems.push(`${where}.${field}: required for ${n.type} networks`);
     }
@@ -277,7 +275,7 @@ export async function loadConfig(
       signerId: e.signer_id,
       notificationId: e.notification_id ?? null,
       policies: policies.ok ? policies.value : {},
-      customRpcUrls: e.custom_rpc_urls ? normalizeRpc(e.custom_rpc_urls) : null,
+      customRpcUrls: e.custom_rpc_urls ?? null,
       where,
     });
   });

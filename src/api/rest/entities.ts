@@ -18,7 +18,7 @@ import {
   type RestSignerFragment,
 } from '../../generated/graphql.js';
 import { z } from 'zod';
-import { rpcConfig } from '../../config/schema.js';
+import { rpcConfigs } from '../../core/rpc-urls.js';
 import { updateInput as networkUpdate } from '../../core/networks.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createEntry } from '../../core/relayers/manage.js';
@@ -105,7 +105,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policiesField }
         schema: relayerEntry.extend({
           id: relayerEntry.shape.id.nullable().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
           network: relayerEntry.shape.network.meta({ description: "A network of the config file (of the relayer's type)." }),
-          custom_rpc_urls: z.array(rpcConfig).nullish(),
+          custom_rpc_urls: rpcConfigs.nullish(),
           policies: policiesField.nullish(),
         }),
         example: {

@@ -20,6 +20,7 @@ import type { FamilySpec } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createInput as notificationCreate, updateInput as notificationUpdate } from '../../core/notifications/service.js';
 import { updateInput as relayerUpdate } from '../../core/relayers/service.js';
+import { rpcConfigs } from '../../core/rpc-urls.js';
 import { IDEMPOTENCY_KEY } from '../../core/transactions/service.js';
 import { directRoutes } from './sign-and-forward.js';
 import { paging, snakeShape } from './fields.js';
@@ -179,7 +180,8 @@ export function restRoutes(families: FamilySpecs): Route[] {
       body: {
         variable: 'input',
         description: 'The fields to change.',
-        schema: z.strictObject({ ...snakeShape(relayerUpdate.shape), policies: policiesField.nullish() }),
+        // RPC URLs only as objects, as GraphQL's RpcConfigInput carries them.
+        schema: z.strictObject({ ...snakeShape(relayerUpdate.shape), custom_rpc_urls: rpcConfigs.nullish(), policies: policiesField.nullish() }),
         example: { paused: true, policies: { gas_price_cap: 100000000000, whitelist_receivers: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] } },
       },
       status: 200,
