@@ -36,7 +36,7 @@ export interface Runtime {
   /** The chain families this service offers, with their pipelines. */
   families: Families;
   signers: SignerRegistry;
-  /** The signer types offered besides `local` (src/signers/list.ts). */
+  /** The signer types offered besides `local` and `plain` (src/signers/list.ts, read by the composition root only). */
   custodies: Custodies;
   pubsub: PubSub<Topics>;
   instanceId: string;

@@ -22,7 +22,8 @@ import { rpcConfigs } from '../../core/rpc-urls.js';
 import { updateInput as networkUpdate } from '../../core/networks.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createEntry } from '../../core/relayers/manage.js';
-import { createInput as signerCreate, updateInput as signerUpdate } from '../../core/signers.js';
+import { signerInputs } from '../../core/signers.js';
+import type { Custodies } from '../../signers/custody.js';
 import { json } from './envelope.js';
 import { int64 } from '../../lib/validate.js';
 import { paging, snakeShape } from './fields.js';
@@ -66,8 +67,9 @@ function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
 }
 
 /** Routes beyond the transaction core (readiness, relayer management, signers, networks), with the records they show. */
-export function entityRoutes({ transactionRecord, relayerRecord, policiesField }: RestRecords, types: FamilySpecs['types']): Route[] {
+export function entityRoutes({ transactionRecord, relayerRecord, policiesField }: RestRecords, types: FamilySpecs['types'], custodies: Custodies): Route[] {
   const relayerEntry = createEntry(types);
+  const { createInput: signerCreate, updateInput: signerUpdate } = signerInputs(custodies);
   return [
     route({
       id: 'readiness',

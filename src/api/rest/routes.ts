@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { TransactionStatus } from '../../generated/prisma/enums.js';
 import type { FamilySpec } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
+import type { Custodies } from '../../signers/custody.js';
 import { createInput as notificationCreate, updateInput as notificationUpdate } from '../../core/notifications/service.js';
 import { updateInput as relayerUpdate } from '../../core/relayers/service.js';
 import { rpcConfigs } from '../../core/rpc-urls.js';
@@ -122,8 +123,8 @@ const idempotencyKey = {
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
 
-/** The REST routes (spec 4), their send shapes and records those of the chain families offered. */
-export function restRoutes(families: FamilySpecs): Route[] {
+/** The REST routes (spec 4), their send shapes and records those of the chain families offered, their signer types those of the custodies. */
+export function restRoutes(families: FamilySpecs, custodies: Custodies): Route[] {
   const records = restRecords(families);
   const { transactionRecord, relayerRecord, policiesField } = records;
   const sendFields = sendBody(families.list);
@@ -366,7 +367,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       result: () => ({ data: 'Notification deleted successfully' }),
     }),
     ...directRoutes,
-    ...entityRoutes(records, families.types),
+    ...entityRoutes(records, families.types, custodies),
     ...apiKeyRoutes(),
     ...pluginRoutes(),
   ];
