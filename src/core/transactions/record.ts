@@ -44,21 +44,20 @@ function integer(n: Integer): number | bigint | null {
   return big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(big) : big;
 }
 
-/** The fields every record has, by record name. */
-const COMMON = {
-  id: (tx: RecordSource) => tx.id,
-  relayer_id: (tx: RecordSource) => tx.relayerId,
-  status: (tx: RecordSource) => tx.status,
-  status_reason: (tx: RecordSource) => tx.statusReason,
-  created_at: (tx: RecordSource) => time(tx.createdAt),
-  sent_at: (tx: RecordSource) => time(tx.sentAt),
-  confirmed_at: (tx: RecordSource) => time(tx.confirmedAt),
-  valid_until: (tx: RecordSource) => time(tx.validUntil),
-  hash: (tx: RecordSource) => tx.hash,
-};
+/** The fields every record has, by record name (one object literal: the record is built per webhook). */
+const common = (tx: RecordSource) => ({
+  id: tx.id,
+  relayer_id: tx.relayerId,
+  status: tx.status,
+  status_reason: tx.statusReason ?? null,
+  created_at: time(tx.createdAt),
+  sent_at: time(tx.sentAt ?? null),
+  confirmed_at: time(tx.confirmedAt ?? null),
+  valid_until: time(tx.validUntil ?? null),
+  hash: tx.hash ?? null,
+});
 
-export type CommonField = keyof typeof COMMON;
-export const COMMON_FIELDS = Object.keys(COMMON) as CommonField[];
+export type CommonField = keyof ReturnType<typeof common>;
 
 /** The row fields a family's record may carry (its spec's record.fields), by record name. */
 const COLUMNS: Record<RecordColumn, (tx: RecordSource) => unknown> = {
@@ -86,8 +85,7 @@ const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], 
  * Webhooks build it from the row, REST from the GraphQL fields of the same row: one rule for both.
  */
 export function transactionRecord(families: FamilySpecs, tx: RecordSource): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of COMMON_FIELDS) out[k] = COMMON[k](tx) ?? null;
+  const out: Record<string, unknown> = common(tx);
   const record = families.has(tx.networkType) ? families.spec(tx.networkType).record : unknownFamily;
   for (const k of record.fields) out[k] = COLUMNS[k](tx) ?? null;
   if (!record.networkData) return out;
