@@ -15,6 +15,8 @@ const UNIT = [
   'test/core/plugins/plugins.test.ts',
   'test/core/notifications/rules.test.ts',
   'test/core/relayers/rpc.test.ts',
+  'test/core/signers.test.ts',
+  'test/core/transactions/record.test.ts',
   'test/lib/json.test.ts',
   'test/lib/node-line.test.ts',
   'test/signers/evm-signing.test.ts',

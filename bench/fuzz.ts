@@ -23,7 +23,7 @@ try {
     app: svc.app,
     rt: svc.rt,
     apiKey: svc.apiKey,
-    routes: restRoutes(svc.rt.families),
+    routes: restRoutes(svc.rt.families, svc.rt.signers.custodies),
     cases,
     concurrency: Number(values.concurrency),
     seed: values.seed ? Number(values.seed) : undefined,

@@ -26,6 +26,7 @@ import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { closeSigners, signerFor } from './core/signers.js';
 import { followChanges } from './core/follow.js';
+import { custodiesOf } from './signers/custody.js';
 import { CUSTODY_TYPES } from './signers/list.js';
 import { loadPlugins, stopPlugins } from './core/plugins/pool.js';
 
@@ -80,7 +81,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   const env = { ...given, signerStoreKey: await resolveStoreKey(given) };
   // The chain families offered (chains/list.ts) with their pipelines: everything below derives from them.
   const families = await loadFamilies(FAMILY_SPECS);
-  const custodies = new Map(CUSTODY_TYPES.map((c) => [c.type, c]));
+  const custodies = custodiesOf(CUSTODY_TYPES);
   const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
   // Compiled and loaded once here: a plugin that does not is a config problem, all listed at once.

@@ -54,7 +54,7 @@ export interface Runtime {
   signers: {
     /** Signers loaded, by signerKey (core/signers.ts). */
     loaded: Map<string, Signer>;
-    /** The key custodies offered besides `local`, handed down from the composition root. */
+    /** The signer types offered besides `local` and `plain` (src/signers/list.ts, read by the composition root only). */
     custodies: Custodies;
   };
   access: {

@@ -13,6 +13,7 @@ import { buildSchema } from '../../../src/api/graphql/schema.js';
 import { restRoutes } from '../../../src/api/rest/routes.js';
 import { FAMILY_SPECS } from '../../../src/chains/list.js';
 import { familySpecs } from '../../../src/core/registry.js';
+import { custodies } from '../../support/families.js';
 
 const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const TABLES = [
@@ -421,7 +422,7 @@ describe.each([
     const schema = buildSchema(families);
     const roots = [schema.getQueryType()!, schema.getMutationType()!].flatMap((t) => Object.keys(t.getFields()));
     expect(CASES.map((c) => c.field).sort()).toEqual(roots.sort());
-    for (const r of restRoutes(families)) expect(CASES.find((c) => c.field === r.field.name)?.rest, `${r.method} ${r.path}`).toBeDefined();
+    for (const r of restRoutes(families, custodies)) expect(CASES.find((c) => c.field === r.field.name)?.rest, `${r.method} ${r.path}`).toBeDefined();
     // And docs/api-keys.md says what each needs.
     const doc = readFileSync(new URL('../../../docs/api-keys.md', import.meta.url), 'utf8');
     for (const field of [...roots, ...Object.keys(schema.getSubscriptionType()!.getFields())]) expect(doc, field).toContain(`\`${field}\``);

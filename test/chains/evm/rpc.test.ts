@@ -59,7 +59,13 @@ describe('createEvmRpc', () => {
   it('throws RpcUnavailableError when every endpoint is down', async () => {
     const closed = await track(testServer(() => {}));
     await closed.close();
-    const rpc = createEvmRpc([{ url: DEAD }, { url: closed.url }], { retries: 3 });
+    const rpc = createEvmRpc(
+      [
+        { url: DEAD, weight: 100 },
+        { url: closed.url, weight: 100 },
+      ],
+      { retries: 3 },
+    );
     const err = await rejection(rpc.request('eth_chainId'));
     expect(err).toBeInstanceOf(RpcUnavailableError);
     expect(err.failures).toHaveLength(4);
@@ -69,7 +75,13 @@ describe('createEvmRpc', () => {
   it('throws deterministic node errors to the caller without retrying', async () => {
     const a = await track(countingProxy(anvil.url));
     const b = await track(countingProxy(anvil.url));
-    const rpc = createEvmRpc([{ url: a.url }, { url: b.url }], { retries: 2 });
+    const rpc = createEvmRpc(
+      [
+        { url: a.url, weight: 100 },
+        { url: b.url, weight: 100 },
+      ],
+      { retries: 2 },
+    );
     const err = await rejection(rpc.request('eth_call', [{ data: REVERTING_INIT_CODE }]));
     expect(err).toBeInstanceOf(RpcError);
     expect(err.code).toBe(3);
@@ -81,7 +93,7 @@ describe('createEvmRpc', () => {
 
   it('gathers the calls of several callers in one turn into one request; each gets its own answers, a refusal only its own', async () => {
     const proxy = await track(countingProxy(anvil.url));
-    const rpc = createEvmRpc([{ url: proxy.url }]);
+    const rpc = createEvmRpc([{ url: proxy.url, weight: 100 }]);
     const [a, b, c] = await Promise.all([
       rpc.gather([{ method: 'eth_chainId' }, { method: 'eth_getTransactionCount', params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'] }]),
       rpc.gather([{ method: 'eth_call', params: [{ data: REVERTING_INIT_CODE }] }]),
@@ -101,7 +113,7 @@ describe('createEvmRpc', () => {
   });
 
   it('fails every gathered caller when no endpoint answers', async () => {
-    const rpc = createEvmRpc([{ url: DEAD }], { retries: 0 });
+    const rpc = createEvmRpc([{ url: DEAD, weight: 100 }], { retries: 0 });
     const failed = await Promise.all([rpc.gather([{ method: 'eth_chainId' }]), rpc.gather([{ method: 'eth_blockNumber' }])].map(rejection));
     for (const err of failed) expect(err).toBeInstanceOf(RpcUnavailableError);
   });
@@ -114,7 +126,10 @@ describe('createEvmRpc', () => {
   ])('does not retry %i %s', async (code, message) => {
     const a = await track(rpcErrorServer(code, message));
     const b = await track(rpcErrorServer(code, message));
-    const rpc = createEvmRpc([{ url: a.url }, { url: b.url }]);
+    const rpc = createEvmRpc([
+      { url: a.url, weight: 100 },
+      { url: b.url, weight: 100 },
+    ]);
     const err = await rejection(rpc.request('eth_sendRawTransaction', ['0x00']));
     expect(err).toBeInstanceOf(RpcError);
     expect(err).toMatchObject({ code, message });
@@ -128,7 +143,10 @@ describe('createEvmRpc', () => {
     const http429 = await track(testServer((_b, res) => void res.writeHead(429).end('slow down')));
     for (const bad of [headerNotFound, internal, http503, http429]) {
       // Weight 0 on the live node: it is only used once the bad one has failed.
-      const rpc = createEvmRpc([{ url: bad.url }, { url: anvil.url, weight: 0 }]);
+      const rpc = createEvmRpc([
+        { url: bad.url, weight: 100 },
+        { url: anvil.url, weight: 0 },
+      ]);
       const before = bad.hits();
       expect(await rpc.request('eth_chainId')).toBe('0x7a69');
       expect(bad.hits() - before).toBe(1);
@@ -137,7 +155,7 @@ describe('createEvmRpc', () => {
 
   it('times out a hanging endpoint', async () => {
     const hanging = await track(testServer(() => {}));
-    const alone = createEvmRpc([{ url: hanging.url }], { timeoutMs: 200, retries: 0 });
+    const alone = createEvmRpc([{ url: hanging.url, weight: 100 }], { timeoutMs: 200, retries: 0 });
     const started = Date.now();
     const err = await rejection(alone.request('eth_chainId'));
     expect(err).toBeInstanceOf(RpcUnavailableError);
@@ -186,7 +204,7 @@ describe('createEvmRpc', () => {
         res.end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: '0x1' }));
       }),
     );
-    const rpc = createEvmRpc([{ url: blip.url }]);
+    const rpc = createEvmRpc([{ url: blip.url, weight: 100 }]);
     expect(await rpc.request('eth_chainId')).toBe('0x1');
     expect(blip.hits()).toBe(2);
   });
@@ -198,7 +216,7 @@ describe('createEvmRpc', () => {
         res.end(JSON.stringify({ jsonrpc: '2.0', id: 987654, result: '0x1' }));
       }),
     );
-    const alone = createEvmRpc([{ url: confused.url }], { retries: 0 });
+    const alone = createEvmRpc([{ url: confused.url, weight: 100 }], { retries: 0 });
     expect(await rejection(alone.request('eth_chainId'))).toBeInstanceOf(RpcUnavailableError);
     const beside = createEvmRpc(
       [
@@ -217,7 +235,7 @@ describe('createEvmRpc', () => {
         res.end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { unexpected: true } }));
       }),
     );
-    const alone = createEvmRpc([{ url: odd.url }], { retries: 0 });
+    const alone = createEvmRpc([{ url: odd.url, weight: 100 }], { retries: 0 });
     expect((await rejection(alone.request('eth_blockNumber'))).message).toMatch(/malformed result for eth_blockNumber/);
     // Methods whose shape is not known are passed through as they come.
     expect(await alone.request('web3_clientVersion')).toEqual({ unexpected: true });
@@ -262,9 +280,9 @@ describe('createEvmRpc', () => {
   });
 
   it('rejects invalid URLs without echoing them', () => {
-    expect(() => createEvmRpc([{ url: 'not a url/secret-key' }])).toThrow(/endpoint #0/);
+    expect(() => createEvmRpc([{ url: 'not a url/secret-key', weight: 100 }])).toThrow(/endpoint #0/);
     try {
-      createEvmRpc([{ url: 'not a url/secret-key' }]);
+      createEvmRpc([{ url: 'not a url/secret-key', weight: 100 }]);
     } catch (e) {
       expect(String(e)).not.toContain('secret-key');
     }

@@ -51,7 +51,7 @@ beforeAll(async () => {
     slotMs: 50,
     blockhashLifetime: 20,
   });
-  rpc = createSolanaRpc([stub.url], { timeoutMs: 2_000 });
+  rpc = createSolanaRpc([{ url: stub.url, weight: 100 }], { timeoutMs: 2_000 });
 });
 afterAll(() => stub?.stop());
 

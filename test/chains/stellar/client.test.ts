@@ -37,7 +37,7 @@ beforeAll(async () => {
       { address: destKp.publicKey(), balance: 10n * XLM, sequence: 9_000n },
     ],
   });
-  rpc = createStellarRpc([stub.url], { timeoutMs: 2_000 });
+  rpc = createStellarRpc([{ url: stub.url, weight: 100 }], { timeoutMs: 2_000 });
 });
 afterAll(() => stub?.stop());
 
@@ -132,7 +132,10 @@ describe('stellar rpc client', () => {
   });
 
   it('throws deterministic errors without trying the next endpoint', async () => {
-    const client = createStellarRpc([stub.url, stub.url]);
+    const client = createStellarRpc([
+      { url: stub.url, weight: 100 },
+      { url: stub.url, weight: 100 },
+    ]);
     const before = stub.calls.length;
     await expect(client.getTransaction('not-a-hash')).rejects.toBeInstanceOf(JsonRpcError);
     expect(stub.calls.length - before).toBe(1);
