@@ -3,7 +3,7 @@ import { toHex, type Address } from 'viem';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
 import { minedAt } from '../../src/chains/evm/evidence.js';
 import { createEvmRpc } from '../../src/chains/evm/rpc-client.js';
-import { getTx, RECEIVER, rpc, sendOk, waitFor } from '../chains/evm/support.js';
+import { getTx, RECEIVER, rpc, sendOk, waitFor } from '../support/evm.js';
 import { startRpcProxy, type Intercept } from '../support/rpc-proxy.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 

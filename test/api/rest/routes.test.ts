@@ -4,7 +4,7 @@ import { transactionRecord } from '../../../src/core/transactions/record.js';
 import { parseJson } from '../../../src/lib/json.js';
 import { databaseKinds } from '../../support/postgres.js';
 import { API_KEY, type TestService } from '../../support/service.js';
-import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
+import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from '../../support/rest.js';
 import { families, routes } from '../../support/families.js';
 
 const TX = '/api/v1/relayers/evm-relayer/transactions';
