@@ -41,8 +41,11 @@ export function arbitraryOf(doc: { components: { schemas: Record<string, Json> }
     if (Array.isArray(s[k])) return fc.oneof(...s[k].map((b: Json) => arbitraryOf(doc, { ...without(s, k), ...resolve(b) }, depth + 1)));
   }
   if (Array.isArray(s.allOf)) {
-    // The first pattern is drawn from; ajv keeps the values the others allow too.
-    const merged = Object.assign({}, ...s.allOf.map(resolve).reverse(), without(s, 'allOf'));
+    // The first pattern is drawn from; ajv keeps the values the others allow too. A rule between
+    // an object's fields (required, not, anyOf, ...) is left to ajv as well.
+    const RULES = ['required', 'properties', 'not', 'anyOf', 'oneOf', 'allOf'];
+    const simple = (m: Json) => Object.fromEntries(Object.entries(resolve(m)).filter(([k]) => !RULES.includes(k)));
+    const merged = Object.assign({}, ...s.allOf.map(simple).reverse(), without(s, 'allOf'));
     return arbitraryOf(doc, merged, depth + 1);
   }
   const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];

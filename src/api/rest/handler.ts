@@ -145,7 +145,10 @@ export function failWith(code: ErrorCode, detail?: string): Response {
  * (built for the same chain families, rt.families).
  */
 export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema) {
-  const compiled = compileRoutes(schema, restRoutes(rt.families, rt.signers.custodies));
+  const compiled = compileRoutes(
+    schema,
+    restRoutes(rt.families, rt.signers.custodies, (type) => !!rt.families.pipeline(type)?.replace),
+  );
   const routesOf = routeIndex(compiled);
   const enums = schemaEnums(schema);
   let openapi: string | undefined;

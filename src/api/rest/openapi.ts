@@ -297,10 +297,14 @@ function withTextRule(doc: JsonSchema): JsonSchema {
   const walk = (node: unknown, key?: string): unknown => {
     if (Array.isArray(node)) return key === 'type' || key === 'required' || key === 'enum' ? node : node.map((n) => walk(n));
     if (!node || typeof node !== 'object') return node;
-    const n = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'example' || k === 'const' || k === 'default' ? v : walk(v, k)])) as JsonSchema;
+    // (An `x-` keyword holds a rule JSON Schema cannot state, not a schema.)
+    const kept = (k: string) => k === 'example' || k === 'const' || k === 'default' || k.startsWith('x-');
+    const n = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, kept(k) ? v : walk(v, k)])) as JsonSchema;
     if (key === 'properties' || key === 'components' || key === 'schemas' || key === '$defs') return n;
     const types = (Array.isArray(n.type) ? n.type : n.type ? [n.type] : []) as string[];
-    const shaped = ['$ref', 'const', 'enum', 'oneOf', 'anyOf', 'allOf', 'not', 'properties', 'items'].some((k) => k in n);
+    const shaped =
+      ['$ref', 'const', 'enum', 'oneOf', 'anyOf', 'allOf', 'not', 'properties', 'required', 'items'].some((k) => k in n) ||
+      Object.keys(n).some((k) => k.startsWith('x-'));
     // A schema of any JSON value at all.
     if (!types.length && !shaped) return { ...n, ...JSON_VALUE };
     if (types.includes('string') && !n.enum && n.format !== 'date-time') {

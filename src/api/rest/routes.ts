@@ -58,13 +58,19 @@ const idempotencyKey = {
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
 
-/** The REST routes (spec 4), their send shapes and records those of the chain families offered, their signer types those of the custodies. */
-export function restRoutes(families: FamilySpecs, custodies: Custodies): Route[] {
+/**
+ * The REST routes (spec 4), their send shapes and records those of the chain families offered, their
+ * signer types those of the custodies; the replace route documents the shapes of the families whose
+ * pipeline `replaces`.
+ */
+export function restRoutes(families: FamilySpecs, custodies: Custodies, replaces: (type: string) => boolean = () => true): Route[] {
   const records = restRecords(families);
   const { transactionRecord, relayerRecord, policiesField } = records;
   const sendFields = sendBody(families.list);
 
   const shapesByType = families.list.map((f) => `Shape ${f.send.letter}${f.send.restHint ? ` ${f.send.restHint}` : ''} for ${f.label} relayers`).join(', ');
+  const replaceable = families.list.filter((f) => replaces(f.type));
+  const replaceDescription = `Shape ${orList(replaceable.map((f) => f.send.letter))} by network type (the families whose transactions can be replaced).`;
   const sendBodyDescription = `Shape ${orList(families.list.map((f) => f.send.letter))} by network type.`;
 
   function transactionPage(p: { items: RestTransactionFragment[]; pagination: Parameters<typeof paginationRecord>[0] }): Output {
@@ -207,7 +213,7 @@ export function restRoutes(families: FamilySpecs, custodies: Custodies): Route[]
       ),
       field: { type: 'Mutation', name: 'replaceTransaction' },
       pathParams: { ...relayerId, transaction_id: { gql: 'id', description: "The transaction's id." } },
-      body: { variable: 'input', description: sendBodyDescription, schema: sendFields, example: evmExample, shapes: families.list },
+      body: { variable: 'input', description: replaceDescription, schema: sendFields, example: evmExample, shapes: replaceable },
       status: 200,
       response: { schema: 'Transaction', list: false },
       errors: [404, 409],

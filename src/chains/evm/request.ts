@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { camelShape, graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
+import { camelName, camelShape, graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
+import { atMost, checkRules, excludes, requiredWithout, rulesJson, together } from '../../lib/field-rules.js';
 import { boundedInt, evmAddress, hexData, INT64_MAX, readStored, rfc3339, u128 } from '../../lib/validate.js';
 
 // The EVM family's policy and send request (spec.ts offers them; the pipeline reads them).
@@ -28,7 +29,18 @@ export type EvmPolicy = z.output<typeof evmPolicy>;
 /** Stored EVM policies with integer fields back as bigint. */
 export const readEvmPolicy = (stored: unknown): EvmPolicy => readStored(evmPolicy, stored);
 
-/** Shape A of the send route (spec 4.1), by REST name. */
+const FEES_1559 = ['max_fee_per_gas', 'max_priority_fee_per_gas'];
+
+/** The rules between shape A's fields, in the order the service reports them. */
+const evmRules = [
+  excludes('gas_price', FEES_1559, 'cannot be combined with max_fee_per_gas / max_priority_fee_per_gas'),
+  together(FEES_1559, 'max_fee_per_gas and max_priority_fee_per_gas must be given together'),
+  atMost('max_priority_fee_per_gas', 'max_fee_per_gas', 'must not exceed max_fee_per_gas'),
+  excludes('speed', ['gas_price', ...FEES_1559], 'cannot be combined with explicit gas prices'),
+  requiredWithout('data', 'to', 'required when to is absent (contract creation)'),
+];
+
+/** Shape A of the send route (spec 4.1), by REST name, with the rules between its fields. */
 export const evmFields = z
   .object({
     value: u128
@@ -48,31 +60,10 @@ export const evmFields = z
       .meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).', format: 'date-time' })
       .register(graphqlInfo, validUntilInfo),
   })
-  .strict();
+  .strict()
+  .meta(rulesJson(evmRules));
 
 /** Shape A in GraphQL field names, with the rules between its fields. */
-export const evmShape = z
-  .object(camelShape(evmFields.shape))
-  .strict()
-  .superRefine((r, ctx) => {
-    const eip1559 = r.maxFeePerGas !== undefined || r.maxPriorityFeePerGas !== undefined;
-    if (r.gasPrice !== undefined && eip1559) {
-      ctx.addIssue({ code: 'custom', path: ['gasPrice'], message: 'cannot be combined with max_fee_per_gas / max_priority_fee_per_gas' });
-    }
-    if (eip1559 && (r.maxFeePerGas === undefined || r.maxPriorityFeePerGas === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [r.maxFeePerGas === undefined ? 'maxFeePerGas' : 'maxPriorityFeePerGas'],
-        message: 'max_fee_per_gas and max_priority_fee_per_gas must be given together',
-      });
-    }
-    if (r.maxFeePerGas !== undefined && r.maxPriorityFeePerGas !== undefined && r.maxPriorityFeePerGas > r.maxFeePerGas) {
-      ctx.addIssue({ code: 'custom', path: ['maxPriorityFeePerGas'], message: 'must not exceed max_fee_per_gas' });
-    }
-    if ((r.gasPrice !== undefined || eip1559) && r.speed !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['speed'], message: 'cannot be combined with explicit gas prices' });
-    }
-    if (!r.to && !r.data) ctx.addIssue({ code: 'custom', path: ['data'], message: 'required when to is absent (contract creation)' });
-  });
+export const evmShape = z.object(camelShape(evmFields.shape)).strict().superRefine(checkRules(evmRules, camelName));
 
 export type EvmRequest = z.output<typeof evmShape>;

@@ -1,6 +1,7 @@
 import { StrKey } from '@stellar/stellar-base';
 import { z } from 'zod';
 import { graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
+import { checkRules, exactlyOne, excludes, rulesJson } from '../../lib/field-rules.js';
 import { boundedInt, jsonMessages, rfc3339Text } from '../../lib/validate.js';
 import { StellarRequestError } from './request-error.js';
 
@@ -13,10 +14,25 @@ const INT64_MAX = (1n << 63n) - 1n;
 export const DEFAULT_MAX_FEE = 1_000_000n;
 const UINT64_MAX = (1n << 64n) - 1n;
 
-const accountAddress = z.string().refine((s) => StrKey.isValidEd25519PublicKey(s), 'must be a G... account address');
-const destinationAddress = z
-  .string()
-  .refine((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidMed25519PublicKey(s), 'must be a G... or M... account address');
+/**
+ * A StrKey (account or contract address): its form as a pattern, and its checksum (the last two
+ * bytes, a CRC16), which JSON Schema cannot state: the document says so and marks it x-checksum.
+ */
+const strKey = (pattern: RegExp, valid: (s: string) => boolean, message: string) =>
+  z
+    .string()
+    .refine((s) => pattern.test(s) && valid(s), message)
+    .meta({
+      pattern: pattern.source,
+      'x-checksum': 'stellar-strkey',
+      description: `${message.replace(/^must be /, '')}: the pattern, and a valid StrKey checksum (CRC16), which JSON Schema cannot state (x-checksum).`,
+    });
+const accountAddress = strKey(/^G[A-Z2-7]{55}$/, (s) => StrKey.isValidEd25519PublicKey(s), 'must be a G... account address');
+const destinationAddress = strKey(
+  /^(G[A-Z2-7]{55}|M[A-Z2-7]{68})$/,
+  (s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidMed25519PublicKey(s),
+  'must be a G... or M... account address',
+);
 const hex32 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters');
 const bytes32 = z.union([hex32, z.array(z.number().int().min(0).max(255)).length(32)]);
 
@@ -45,7 +61,7 @@ const operation = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('payment'), destination: destinationAddress, amount: stroops, asset }),
   z.strictObject({
     type: z.literal('invoke_contract'),
-    contract_address: z.string().refine((s) => StrKey.isValidContract(s), 'must be a C... contract address'),
+    contract_address: strKey(/^C[A-Z2-7]{55}$/, (s) => StrKey.isValidContract(s), 'must be a C... contract address'),
     function_name: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, 'must be 1-32 characters of [A-Za-z0-9_]'),
     args: z.array(z.unknown()).default([]),
   }),
@@ -81,10 +97,20 @@ const memo = z
   ])
   .register(graphqlInfo, { name: 'MemoInput' });
 
+/** The rules between shape C's fields, in the order the service reports them: its two forms. */
+const stellarRules = [
+  exactlyOne(['operations', 'transaction_xdr'], 'exactly one of operations or transaction_xdr is required'),
+  excludes('memo', ['transaction_xdr'], 'not allowed with transaction_xdr (the XDR carries its own memo)'),
+  excludes('fee_bump', ['operations'], 'only applies to a signed transaction_xdr', true),
+];
+
 export const stellarTransactionRequestSchema = z
   .strictObject({
     network: z.string().min(1).meta({ description: 'Shape C (Stellar), required: the network name.' }),
-    source_account: accountAddress.optional().meta({ description: 'Shape C: the source account (default: the relayer).' }),
+    source_account: accountAddress.optional().meta({
+      description:
+        'Shape C: the source account (default: the relayer), a G... address with a valid StrKey checksum, which JSON Schema cannot state (x-checksum).',
+    }),
     operations: z
       .array(operation)
       .min(1)
@@ -107,17 +133,8 @@ export const stellarTransactionRequestSchema = z
       .prefault(Number(DEFAULT_MAX_FEE))
       .meta({ description: 'Shape C: fee cap in stroops (int64, default 1,000,000).' }),
   })
-  .superRefine((req, ctx) => {
-    if ((req.operations === undefined) === (req.transaction_xdr === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['operations'], message: 'exactly one of operations or transaction_xdr is required' });
-    }
-    if (req.transaction_xdr !== undefined && req.memo !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['memo'], message: 'not allowed with transaction_xdr (the XDR carries its own memo)' });
-    }
-    if (req.operations !== undefined && req.fee_bump) {
-      ctx.addIssue({ code: 'custom', path: ['fee_bump'], message: 'only applies to a signed transaction_xdr' });
-    }
-  });
+  .superRefine(checkRules(stellarRules))
+  .meta(rulesJson(stellarRules));
 
 export type StellarTransactionRequest = z.output<typeof stellarTransactionRequestSchema>;
 export type StellarOperationSpec = z.output<typeof operation>;

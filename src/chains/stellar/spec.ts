@@ -6,10 +6,10 @@ import { parseStellarRequest, stellarTransactionRequestSchema, type StellarTrans
 
 // The Stellar family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
-/** Shape C by REST name: the fields of request.ts, each but network also taking null (as absent). */
-const stellarFields = z.strictObject(
-  Object.fromEntries(Object.entries(stellarTransactionRequestSchema.shape).map(([k, v]) => [k, k === 'network' ? v : v.nullable()])),
-);
+/** Shape C by REST name: the fields of request.ts, each but network also taking null (as absent), and its rules between them. */
+const stellarFields = z
+  .strictObject(Object.fromEntries(Object.entries(stellarTransactionRequestSchema.shape).map(([k, v]) => [k, k === 'network' ? v : v.nullable()])))
+  .meta(stellarTransactionRequestSchema.meta() ?? {});
 
 /** GraphQL names to the spec's. */
 const restName = Object.fromEntries(Object.keys(stellarFields.shape).map((k) => [camelName(k), k]));
