@@ -27,6 +27,8 @@ export const solanaPolicySchema = z
           decimals: z.number().int().min(0).max(255).optional(),
           symbol: z.string().optional(),
           max_allowed_fee: uint.optional(),
+          /** Ours: a fixed price, whole tokens per 1 SOL, for networks with no market (else Jupiter's quote). */
+          conversion_rate: z.number().positive().optional(),
           swap_config: z
             .strictObject({
               slippage_percentage: z.number().min(0).max(100).optional(),
