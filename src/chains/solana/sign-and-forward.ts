@@ -10,6 +10,8 @@ import type { SolanaSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
+import { buildSponsored, quoteSponsored } from './gasless.js';
+import { contextOf } from './pipeline.js';
 import { SolanaRequestError } from './request-error.js';
 import { checkSolanaPolicy, solanaPolicySchema } from './policy.js';
 import { decodeSolanaTx } from './transaction.js';
@@ -128,6 +130,10 @@ export const solanaDirect: DirectOps = {
     if (input.unsignedXdr != null) throw invalid('unsigned_xdr: Stellar relayers take it; Solana relayers take transaction');
     if (!input.transaction) throw invalid('transaction: required (a base64 wire transaction)');
     return { kind: 'solana', ...(await signTransaction(rt, relayer, input.transaction)) };
+  },
+  sponsored: {
+    quote: (rt, relayer, request) => quoteSponsored({ ...contextOf(rt, relayer), rt }, request),
+    build: (rt, relayer, request) => buildSponsored({ ...contextOf(rt, relayer), rt }, request),
   },
   rpc: { refusal: solanaRefusal, unwrap, forward },
 };

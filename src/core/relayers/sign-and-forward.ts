@@ -29,6 +29,11 @@ export interface DirectOps {
   signMessage?(rt: Runtime, relayer: Relayer, message: string): Promise<MessageSignature>;
   signTypedData?(rt: Runtime, relayer: Relayer, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature>;
   signTransaction?(rt: Runtime, relayer: Relayer, input: SignTransactionInput): Promise<SignedTransaction>;
+  /** Gasless: a quote of the fee in the user's token, and the transaction built to pay it (the family's request and answer shapes). */
+  sponsored?: {
+    quote(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
+    build(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
+  };
   rpc: {
     /** Why a method is refused, or null when it may be forwarded (a pure rule). */
     refusal(method: string): string | null;
@@ -91,4 +96,28 @@ export async function relayerRpc(rt: Runtime, relayerId: string, body: unknown):
   const ops = await opsOf(rt, relayer);
   if (!ops) throw notSupported(rt, 'the JSON-RPC passthrough', relayer);
   return answerRpc(body as RpcBody, ops.rpc, (calls) => ops.rpc.forward(rt, relayer, calls));
+}
+
+/** The reference answers EVM relayers that gas abstraction is not supported; their gasless path is a bundler. */
+async function sponsoredOps(rt: Runtime, relayerId: string) {
+  const relayer = await activeRelayer(rt, relayerId);
+  const ops = (await opsOf(rt, relayer))?.sponsored;
+  if (!ops) {
+    throw invalid(
+      `sponsored transactions (gas abstraction) are not supported for ${rt.families.spec(relayer.networkType).label} relayers: use an ERC-4337 bundler and paymaster for gasless EVM transactions`,
+    );
+  }
+  return { relayer, ops };
+}
+
+/** POST …/transactions/sponsored/quote: what the user's transaction would cost in the fee token. */
+export async function sponsoredQuote(rt: Runtime, relayerId: string, request: unknown): Promise<unknown> {
+  const { relayer, ops } = await sponsoredOps(rt, relayerId);
+  return ops.quote(rt, relayer, request);
+}
+
+/** POST …/transactions/sponsored/build: the transaction the user signs, with the relayer paying the network fee and the user paying the relayer. */
+export async function buildSponsoredTransaction(rt: Runtime, relayerId: string, request: unknown): Promise<unknown> {
+  const { relayer, ops } = await sponsoredOps(rt, relayerId);
+  return ops.build(rt, relayer, request);
 }
