@@ -22,7 +22,7 @@ export interface SignTransactionInput {
 }
 
 /** One call the passthrough forwards: its answer is the node's result or the node's error. */
-export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; data?: unknown } };
+export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; description?: string; data?: unknown } };
 
 /** What a chain family offers for these operations; an operation it leaves out is refused as not supported. */
 export interface DirectOps {

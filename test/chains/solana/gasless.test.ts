@@ -261,4 +261,58 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     expect(((await expired.json()) as { error: string }).error).toMatch(/blockhash is missing or expired/);
     expect(stub.executed.length).toBe(executed);
   });
+
+  it("answers the reference's Solana JSON-RPC methods through /rpc: gasless preparation, signing and sending", async () => {
+    type Answer = { result?: any; error?: { code: number; message: string; description: string } };
+    const rpc = async (method: string, params: unknown) =>
+      (await client.relayers.rpc(RELAYER, { jsonrpc: '2.0', id: 1, method, params } as never)).data as unknown as Answer;
+
+    expect((await rpc('getFeaturesEnabled', {})).result).toEqual({ features: ['gasless'] });
+    expect((await rpc('getSupportedTokens', {})).result.tokens).toEqual([
+      { mint: usdc, symbol: 'USDC', decimals: DECIMALS, max_allowed_fee: 1_000_000, conversion_slippage_percentage: 1 },
+      { mint: market, symbol: 'MKT', decimals: 0, conversion_slippage_percentage: 1 },
+    ]);
+    const wire = await userTx(1_500_000n);
+    const estimate = (await rpc('feeEstimate', { transaction: wire, fee_token: usdc })).result;
+    expect(estimate).toEqual({ estimated_fee: expect.any(String), conversion_rate: '150' });
+    const refused = await rpc('feeEstimate', { transaction: wire, fee_token: other });
+    expect(refused.error).toMatchObject({ code: -32013, message: 'PREPARATION_ERROR', description: expect.stringMatching(/^policy allowed_tokens/) });
+
+    const before = await tk.balance(dest.address, usdc);
+    const prepared = (await rpc('prepareTransaction', { transaction: wire, fee_token: usdc })).result;
+    expect(prepared).toMatchObject({ fee_token: usdc, fee_in_spl: expect.any(String), valid_until_blockheight: expect.any(Number) });
+    const signed = await userSigns(prepared.transaction);
+    const sent = (await rpc('signAndSendTransaction', { transaction: signed })).result;
+    expect(sent).toEqual({ transaction: expect.any(String), signature: expect.any(String), id: expect.any(String) });
+    const done = await waitForStatus(svc, RELAYER, sent.id, ['confirmed', 'failed', 'expired'], 30_000);
+    expect(done.status, done.status_reason).toBe('confirmed');
+    expect(done.hash).toBe(sent.signature);
+    expect(await tk.balance(dest.address, usdc)).toBe(before! + 1_500_000n);
+
+    // transferTransaction builds the user's token transfer itself.
+    const transfer = (await rpc('transferTransaction', { amount: 700_000, token: usdc, source: user.address, destination: dest.address })).result;
+    const again = (await rpc('signAndSendTransaction', { transaction: await userSigns(transfer.transaction) })).result;
+    expect((await waitForStatus(svc, RELAYER, again.id, ['confirmed', 'failed', 'expired'], 30_000)).status).toBe('confirmed');
+    expect(await tk.balance(dest.address, usdc)).toBe(before! + 2_200_000n);
+
+    // signTransaction of a transaction that pays the relayer nothing is refused: its users pay its fees.
+    const unpaid = await buildTx(
+      relayer,
+      [
+        transferChecked({
+          tokenProgram: TOKEN_PROGRAM,
+          source: await ataOf(user.address, usdc, TOKEN_PROGRAM),
+          mint: usdc,
+          destination: await ataOf(dest.address, usdc, TOKEN_PROGRAM),
+          owner: user.address,
+          amount: 1n,
+          decimals: DECIMALS,
+        }),
+      ],
+      stub.svm.latestBlockhash() as Blockhash,
+      [user.keyPair],
+    );
+    const noFee = await rpc('signTransaction', { transaction: unpaid });
+    expect(noFee.error).toMatchObject({ code: -32013, description: expect.stringMatching(/^policy fee_payment_strategy/) });
+  });
 });
