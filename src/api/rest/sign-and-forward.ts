@@ -114,7 +114,7 @@ export const directRoutes: Route[] = [
     tag: 'Transactions',
     summary: 'Quote a sponsored (gasless) transaction',
     description:
-      "Solana relayers: `{transaction, fee_token}` (the user's base64 transaction and the SPL mint the user pays the fee in) answers `{estimated_fee, conversion_rate}`: the fee in whole tokens and the price, whole tokens per SOL (the policy's `allowed_tokens[].conversion_rate`, else Jupiter's quote). A token or transaction the relayer's policy refuses is a 400 naming the rule; a price source that fails is a 503. EVM relayers answer 400: gasless EVM goes through a bundler.",
+      "Solana relayers: `{transaction, fee_token}` (the user's base64 transaction and the SPL mint the user pays the fee in) answers `{estimated_fee, conversion_rate}`: the fee in whole tokens and the price, whole tokens per SOL (the policy's `allowed_tokens[].conversion_rate`, else Jupiter's quote). A token or transaction the relayer's policy refuses is a 400 naming the rule; a price source that fails is a 400 naming it. EVM relayers answer 400: gasless EVM goes through a bundler.",
     document: RestSponsoredQuoteDocument,
     field: { type: 'Mutation', name: 'sponsoredQuote' },
     pathParams: relayerId,
@@ -127,7 +127,7 @@ export const directRoutes: Route[] = [
     },
     status: 200,
     response: { schema: 'SponsoredTransactionQuote', list: false },
-    errors: [404, 503],
+    errors: [404],
     result: (d: { sponsoredQuote: unknown }) => ({ data: d.sponsoredQuote }),
   },
   {
@@ -150,7 +150,7 @@ export const directRoutes: Route[] = [
     },
     status: 200,
     response: { schema: 'SponsoredTransactionBuild', list: false },
-    errors: [404, 503],
+    errors: [404],
     result: (d: { buildSponsoredTransaction: unknown }) => ({ data: d.buildSponsoredTransaction }),
   },
   {

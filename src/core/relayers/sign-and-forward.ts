@@ -34,6 +34,8 @@ export interface DirectOps {
     quote(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
     build(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
   };
+  /** Why a family without `sponsored` offers none, for its refusal. */
+  sponsoredRefusal?: string;
   rpc: {
     /** Why a method is refused, or null when it may be forwarded (a pure rule). */
     refusal(method: string): string | null;
@@ -98,16 +100,17 @@ export async function relayerRpc(rt: Runtime, relayerId: string, body: unknown):
   return answerRpc(body as RpcBody, ops.rpc, (calls) => ops.rpc.forward(rt, relayer, calls));
 }
 
-/** The reference answers EVM relayers that gas abstraction is not supported; their gasless path is a bundler. */
+/** The reference answers a family without them that gas abstraction is not supported (400 here, in the envelope). */
 async function sponsoredOps(rt: Runtime, relayerId: string) {
   const relayer = await activeRelayer(rt, relayerId);
-  const ops = (await opsOf(rt, relayer))?.sponsored;
-  if (!ops) {
+  const direct = await opsOf(rt, relayer);
+  if (!direct?.sponsored) {
+    const label = rt.families.spec(relayer.networkType).label;
     throw invalid(
-      `sponsored transactions (gas abstraction) are not supported for ${rt.families.spec(relayer.networkType).label} relayers: use an ERC-4337 bundler and paymaster for gasless EVM transactions`,
+      `sponsored transactions (gas abstraction) are not supported for ${label} relayers${direct?.sponsoredRefusal ? `: ${direct.sponsoredRefusal}` : ' on this service yet'}`,
     );
   }
-  return { relayer, ops };
+  return { relayer, ops: direct.sponsored };
 }
 
 /** POST …/transactions/sponsored/quote: what the user's transaction would cost in the fee token. */

@@ -107,7 +107,7 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     jupiter = await startJupiter(200, DECIMALS);
     svc = await startTestService({
       db,
-      env: { JUPITER_API_URL: jupiter.url, PRICE_TIMEOUT_MS: '3000' },
+      env: { JUPITER_API_URL: jupiter.url, PRICE_TIMEOUT_MS: '1000', PRICE_CACHE_MS: '0' },
       config: () => ({
         relayers: [
           {
@@ -190,6 +190,42 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
       getTransactionDecoder().decode(Buffer.from(stub.executed.at(-1)!.wire, 'base64')).messageBytes,
     );
     expect(landed.staticAccounts[0]).toBe(relayer);
+  });
+
+  it('answers the same through GraphQL (sponsoredQuote, buildSponsoredTransaction)', async () => {
+    const wire = await userTx(1_000n);
+    const r = await svc.gql(
+      `mutation($r: ID!, $q: JSON!) { q: sponsoredQuote(relayerId: $r, request: $q) b: buildSponsoredTransaction(relayerId: $r, request: $q) }`,
+      { r: RELAYER, q: { transaction: wire, fee_token: usdc } },
+    );
+    expect(r.errors).toBeUndefined();
+    expect(r.data.q).toEqual({ estimated_fee: expect.any(String), conversion_rate: '150' });
+    expect(r.data.b).toMatchObject({ fee_token: usdc, transaction: expect.any(String), valid_until_blockheight: expect.any(Number) });
+    const refused = await svc.gql(`mutation($r: ID!, $q: JSON!) { sponsoredQuote(relayerId: $r, request: $q) }`, {
+      r: RELAYER,
+      q: { transaction: wire, fee_token: other },
+    });
+    expect(refused.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_REQUEST', detail: expect.stringMatching(/^policy allowed_tokens/) } });
+  });
+
+  it('a price source that fails or does not answer is a 400 naming it (as every unreachable dependency here), never an old or zero price', async () => {
+    const wire = await userTx(1n, market);
+    const keep = jupiter.answer;
+    try {
+      for (const [answer, why] of [
+        [() => [500, { error: 'down' }], /jupiter gave no price \(answered HTTP 500/],
+        [() => [200, { inAmount: '5000', outAmount: '0' }], /jupiter gave no price \(quoted a zero amount\)/],
+        ['hang', /jupiter gave no price \(no answer within 1000 ms\)/],
+      ] as [PriceApi['answer'], RegExp][]) {
+        jupiter.answer = answer;
+        const res = await sdkError(client.relayers.quoteSponsoredTransaction(RELAYER, { transaction: wire, fee_token: market }));
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatch(why);
+      }
+    } finally {
+      jupiter.answer = keep;
+    }
+    expect((await client.relayers.quoteSponsoredTransaction(RELAYER, { transaction: wire, fee_token: market })).status).toBe(200);
   });
 
   it('prices a token without a fixed rate with Jupiter', async () => {

@@ -112,7 +112,9 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     ]) {
       const res = await sdkError(call());
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatch(/^sponsored transactions \(gas abstraction\) are not supported for EVM relayers: use an ERC-4337 bundler/);
+      expect(res.body.error).toMatch(
+        /^sponsored transactions \(gas abstraction\) are not supported for EVM relayers: gasless EVM transactions go through an ERC-4337 bundler/,
+      );
     }
     // Behind the token, like every other route.
     const anonymous = await svc.request('GET', '/api/v1/plugins', undefined, { authorization: '' });
