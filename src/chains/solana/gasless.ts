@@ -69,7 +69,8 @@ const policyError = (rule: string, reason: string) => new SolanaRequestError(`po
 const txError = (reason: string) => new SolanaRequestError(`transaction: ${reason}`, 'transaction');
 
 function parse(body: unknown): { transaction: string; feeToken: string } {
-  const r = requestSchema.safeParse(body ?? {});
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalid('body: must be a JSON object with transaction and fee_token');
+  const r = requestSchema.safeParse(body);
   if (!r.success) throw invalid(r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   return { transaction: r.data.transaction, feeToken: r.data.fee_token };
 }
@@ -137,7 +138,12 @@ async function plan(c: GaslessCtx, body: unknown): Promise<Plan> {
   ]);
   if (userPays && !userAccount) throw txError(`the user ${user} has no token account for ${token.mint}`);
   const needAta = userPays && !relayerAccount;
-  const original = decompileTransactionMessage(decoded.message).instructions;
+  let original: readonly Instruction[];
+  try {
+    original = decompileTransactionMessage(decoded.message).instructions;
+  } catch (e) {
+    throw txError(`its message cannot be read: ${(e as Error).message}`);
+  }
 
   const compose = (amount: bigint): Transaction => {
     const fee: Instruction[] = userPays
@@ -161,7 +167,11 @@ async function plan(c: GaslessCtx, body: unknown): Promise<Plan> {
         setTransactionMessageFeePayer(address(relayer), createTransactionMessage({ version: decoded.message.version })),
       ),
     );
-    return compileTransaction(message);
+    try {
+      return compileTransaction(message);
+    } catch (e) {
+      throw txError(`it cannot be rebuilt with the relayer as fee payer: ${(e as Error).message}`);
+    }
   };
 
   const draft = compose(1n);

@@ -261,6 +261,21 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     const malformed = await sdkError(client.relayers.quoteSponsoredTransaction(RELAYER, { transaction: 'AA==', fee_token: usdc }));
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatch(/^transaction: is not a valid Solana wire transaction/);
+    const relayerPays = await buildTx(relayer, [transferSol(dest.address, user.address, 1n)], stub.svm.latestBlockhash() as Blockhash);
+    const odd: [unknown, RegExp][] = [
+      [{}, /transaction: required; fee_token: required/],
+      [{ transaction: 5, fee_token: usdc }, /transaction: must be a base64 string/],
+      [{ transaction: wire, fee_token: 'not-a-mint' }, /fee_token: must be a base58 mint address/],
+      [{ transaction: wire, fee_token: '11111111111111111111111111111111' }, /policy allowed_tokens/],
+      [{ transaction: relayerPays, fee_token: usdc }, /^transaction: its fee payer must be the user/],
+      [[1, 2], /^body: must be a JSON object with transaction and fee_token/],
+    ];
+    for (const [body, why] of odd) {
+      const res = await svc.request('POST', `/api/v1/relayers/${RELAYER}/transactions/sponsored/quote`, body);
+      const json = (await res.json()) as { error: string };
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(json.error).toMatch(why);
+    }
     expect(stub.executed.length).toBe(executed);
   });
 
