@@ -53,6 +53,9 @@ const schema = z.object({
   PLUGIN_MAX_CONCURRENCY: z.coerce.number().int().positive().max(256).default(4),
   PLUGIN_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
   PLUGIN_MEMORY_MB: z.coerce.number().int().min(16).max(16_384).default(128),
+  JUPITER_API_URL: z.url().default('https://lite-api.jup.ag'),
+  PRICE_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(5_000),
+  PRICE_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(10_000),
 });
 
 export class EnvError extends Error {}
@@ -102,5 +105,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB },
+    prices: { jupiterUrl: e.JUPITER_API_URL.replace(/\/+$/, ''), timeoutMs: e.PRICE_TIMEOUT_MS, cacheMs: e.PRICE_CACHE_MS },
   };
 }

@@ -37,6 +37,8 @@ export interface Env {
   shutdownTimeoutMs: number;
   /** Per plugin: calls running at once, calls waiting beyond those (429 past it), and each call's heap in MB. */
   plugins: { concurrency: number; queue: number; memoryMb: number };
+  /** Token prices for gasless fees: Jupiter's base URL, how long a source may take, how long a quote is reused. */
+  prices: { jupiterUrl: string; timeoutMs: number; cacheMs: number };
 }
 
 /** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */

@@ -156,6 +156,21 @@ const CASES: Case[] = [
     gql: () => ['mutation { relayerRpc(relayerId: "evm-relayer", request: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }) }'],
   },
   {
+    // An EVM relayer takes no sponsored transactions (400): what the key may do is checked first.
+    field: 'sponsoredQuote',
+    need: 'relayer:evm-relayer:execute',
+    status: 400,
+    rest: () => ['POST', '/api/v1/relayers/evm-relayer/transactions/sponsored/quote', { transaction: 'AA==', fee_token: 'x' }],
+    gql: () => ['mutation { sponsoredQuote(relayerId: "evm-relayer", request: { transaction: "AA==", fee_token: "x" }) }'],
+  },
+  {
+    field: 'buildSponsoredTransaction',
+    need: 'relayer:evm-relayer:execute',
+    status: 400,
+    rest: () => ['POST', '/api/v1/relayers/evm-relayer/transactions/sponsored/build', { transaction: 'AA==', fee_token: 'x' }],
+    gql: () => ['mutation { buildSponsoredTransaction(relayerId: "evm-relayer", request: { transaction: "AA==", fee_token: "x" }) }'],
+  },
+  {
     field: 'updateRelayer',
     need: 'relayer:evm-relayer:manage',
     rest: () => ['PATCH', '/api/v1/relayers/evm-relayer', { name: 'renamed' }],

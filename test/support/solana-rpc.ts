@@ -329,6 +329,24 @@ export async function startSolanaRpc(opts: SolanaStubOptions): Promise<SolanaRpc
         return simulateTransaction(params);
       case 'getSignatureStatuses':
         return getSignatureStatuses(params);
+      case 'getAccountInfo': {
+        const acc = svm.getAccount(toAddress(String(params[0])));
+        if (!acc?.exists || (acc.lamports === 0n && acc.data.length === 0)) return { ...ctx(), value: null };
+        const data = Buffer.from(acc.data).toString('base64');
+        return {
+          ...ctx(),
+          value: {
+            owner: acc.programAddress,
+            lamports: Number(acc.lamports),
+            data: [data, 'base64'],
+            executable: acc.executable,
+            rentEpoch: 0,
+            space: acc.data.length,
+          },
+        };
+      }
+      case 'getMinimumBalanceForRentExemption':
+        return Number(svm.minimumBalanceForRentExemption(BigInt(Number(params[0]) || 0)));
       default:
         throw new RpcFault(-32601, `Method not found: ${method}`);
     }

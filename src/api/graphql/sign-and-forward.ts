@@ -1,5 +1,5 @@
 import { RATE_LIMITED } from './rate-limit.js';
-import { relayerRpc, signMessage, signTransaction, signTypedData } from '../../core/relayers/sign-and-forward.js';
+import { buildSponsoredTransaction, relayerRpc, signMessage, signTransaction, signTypedData, sponsoredQuote } from '../../core/relayers/sign-and-forward.js';
 import type { MessageSignature, SignedTransaction } from '../../core/relayers/direct.js';
 import type { SchemaParts } from './parts.js';
 import { needs } from './access.js';
@@ -85,6 +85,24 @@ export function directTypes({ builder }: SchemaParts) {
       args: { relayerId: t.arg.id({ required: true }), input: t.arg({ type: SignTransactionInput, required: true }) },
       authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => signTransaction(ctx.rt, String(a.relayerId), a.input),
+    }),
+    sponsoredQuote: t.field({
+      type: 'JSON',
+      description:
+        "Gasless (Solana, Stellar): what the user's transaction would cost in `fee_token`. Solana: request `{transaction, fee_token}`, answer `{estimated_fee, conversion_rate}`. Refused for EVM relayers (their gasless path is a bundler) and while the relayer is paused or disabled.",
+      directives: RATE_LIMITED,
+      args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
+      resolve: (_, a, ctx) => sponsoredQuote(ctx.rt, String(a.relayerId), a.request),
+    }),
+    buildSponsoredTransaction: t.field({
+      type: 'JSON',
+      description:
+        'Gasless (Solana, Stellar): the transaction for the user to sign, with the relayer as fee payer and a transfer of the fee from the user to the relayer. Solana: request `{transaction, fee_token}`, answer `{transaction, fee_in_spl, fee_in_lamports, fee_token, valid_until_blockheight}`, the transaction signed by the relayer.',
+      directives: RATE_LIMITED,
+      args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
+      resolve: (_, a, ctx) => buildSponsoredTransaction(ctx.rt, String(a.relayerId), a.request),
     }),
     relayerRpc: t.field({
       type: 'JSON',

@@ -1,5 +1,7 @@
 import {
+  RestBuildSponsoredTransactionDocument,
   RestRelayerRpcDocument,
+  RestSponsoredQuoteDocument,
   RestSignMessageDocument,
   RestSignTransactionDocument,
   RestSignTypedDataDocument,
@@ -106,6 +108,52 @@ export const directRoutes: Route[] = [
     },
   },
   {
+    id: 'quoteSponsoredTransaction',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/quote',
+    tag: 'Transactions',
+    summary: 'Quote a sponsored (gasless) transaction',
+    description:
+      "Solana relayers: `{transaction, fee_token}` (the user's base64 transaction and the SPL mint the user pays the fee in) answers `{estimated_fee, conversion_rate}`: the fee in whole tokens and the price, whole tokens per SOL (the policy's `allowed_tokens[].conversion_rate`, else Jupiter's quote). A token or transaction the relayer's policy refuses is a 400 naming the rule; a price source that fails is a 400 naming it. EVM relayers answer 400: gasless EVM goes through a bundler.",
+    document: RestSponsoredQuoteDocument,
+    field: { type: 'Mutation', name: 'sponsoredQuote' },
+    pathParams: relayerId,
+    body: {
+      variable: 'request',
+      description: 'The transaction and the fee token.',
+      schema: z.object({}),
+      json: { $ref: '#/components/schemas/SponsoredTransactionRequest' },
+      example: { transaction: 'AQAAAA…', fee_token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
+    },
+    status: 200,
+    response: { schema: 'SponsoredTransactionQuote', list: false },
+    errors: [404],
+    result: (d: { sponsoredQuote: unknown }) => ({ data: d.sponsoredQuote }),
+  },
+  {
+    id: 'buildSponsoredTransaction',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/build',
+    tag: 'Transactions',
+    summary: 'Build a sponsored (gasless) transaction',
+    description:
+      "Solana relayers: `{transaction, fee_token}` answers `{transaction, fee_in_spl, fee_in_lamports, fee_token, valid_until_blockheight}`: the user's instructions after a TransferChecked of `fee_in_spl` from the user's token account to the relayer's (created first when the relayer has none), with the relayer as fee payer, signed by the relayer. The user signs it and sends it (POST …/transactions with `transaction`, or `signAndSendTransaction` through …/rpc) before block height `valid_until_blockheight`; a late or altered one is refused. EVM relayers answer 400: gasless EVM goes through a bundler.",
+    document: RestBuildSponsoredTransactionDocument,
+    field: { type: 'Mutation', name: 'buildSponsoredTransaction' },
+    pathParams: relayerId,
+    body: {
+      variable: 'request',
+      description: 'The transaction and the fee token.',
+      schema: z.object({}),
+      json: { $ref: '#/components/schemas/SponsoredTransactionRequest' },
+      example: { transaction: 'AQAAAA…', fee_token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
+    },
+    status: 200,
+    response: { schema: 'SponsoredTransactionBuild', list: false },
+    errors: [404],
+    result: (d: { buildSponsoredTransaction: unknown }) => ({ data: d.buildSponsoredTransaction }),
+  },
+  {
     id: 'rpc',
     method: 'POST',
     path: '/api/v1/relayers/{relayer_id}/rpc',
@@ -151,6 +199,31 @@ export const directSchemas: Record<string, JsonSchema> = {
       { type: 'object', required: ['signedXdr', 'signature'], properties: { signedXdr: { type: 'string' }, signature: { type: 'string' } } },
     ],
   },
+  SponsoredTransactionRequest: {
+    description: "Solana: the user's base64 wire transaction and the mint of the token the fee is paid in.",
+    type: 'object',
+    required: ['transaction', 'fee_token'],
+    properties: { transaction: { type: 'string' }, fee_token: { type: 'string' } },
+  },
+  SponsoredTransactionQuote: {
+    description: 'Solana: the fee in whole tokens and the price, whole tokens per SOL (decimal strings).',
+    type: 'object',
+    required: ['estimated_fee', 'conversion_rate'],
+    properties: { estimated_fee: { type: 'string' }, conversion_rate: { type: 'string' } },
+  },
+  SponsoredTransactionBuild: {
+    description:
+      'Solana: the base64 transaction signed by the relayer (fee payer), the fee in token base units and in lamports (decimal strings), the fee token, and the last block height at which it can land.',
+    type: 'object',
+    required: ['transaction', 'fee_in_spl', 'fee_in_lamports', 'fee_token', 'valid_until_blockheight'],
+    properties: {
+      transaction: { type: 'string' },
+      fee_in_spl: { type: 'string' },
+      fee_in_lamports: { type: 'string' },
+      fee_token: { type: 'string' },
+      valid_until_blockheight: { type: 'integer' },
+    },
+  },
   JsonRpcRequest: {
     description: 'A JSON-RPC 2.0 call: an absent `id` is taken as 1, an absent `params` as [].',
     type: 'object',
@@ -182,16 +255,7 @@ export const directSchemas: Record<string, JsonSchema> = {
  * The reference's route families not offered yet: every path under these prefixes (`*` one
  * segment) answers 404 in the envelope, naming the feature, whatever the method.
  */
-export const laterRoutes: { prefix: string[]; feature: string; paths: { method: string; path: string }[] }[] = [
-  {
-    prefix: ['api', 'v1', 'relayers', '*', 'transactions', 'sponsored'],
-    feature: 'Sponsored (gasless) transactions',
-    paths: [
-      { method: 'POST', path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/quote' },
-      { method: 'POST', path: '/api/v1/relayers/{relayer_id}/transactions/sponsored/build' },
-    ],
-  },
-];
+export const laterRoutes: { prefix: string[]; feature: string; paths: { method: string; path: string }[] }[] = [];
 
 /** The message of a path of a feature not offered yet, or undefined. */
 export function laterFeature(segments: string[]): string | undefined {

@@ -119,5 +119,6 @@ export const evmDirect: DirectOps = {
     const account = signerOf(rt, relayer).account;
     return split(await account.sign!({ hash: typedDataDigest(input.domainSeparator, input.hashStructMessage) }));
   },
+  sponsoredRefusal: 'gasless EVM transactions go through an ERC-4337 bundler and paymaster, not sponsored quote and build',
   rpc: { refusal: evmRefusal, forward },
 };

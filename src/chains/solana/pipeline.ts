@@ -13,7 +13,9 @@ import { findNetwork } from '../../core/networks.js';
 import type { SolanaSigner } from '../../signers/index.js';
 import { rpcObserver } from '../rpc-observer.js';
 import { clientCache, contextForCheck, endpointsOf } from '../plumbing.js';
+import { checkFeePaid } from './gasless.js';
 import { SolanaRequestError } from './request-error.js';
+import { decodeSolanaTx } from './transaction.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
 import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc-client.js';
@@ -50,7 +52,7 @@ const rpcFor = clientCache('solana rpc clients', (endpoints, rt) =>
   createSolanaRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000, observe: rpcObserver(rt, 'solana', endpoints) }),
 );
 
-function contextOf(rt: Runtime, relayer: Relayer): Ctx {
+export function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'solana', relayer.network);
   if (!network) throw new Error(`solana network "${relayer.network}" of relayer ${relayer.id} is not configured`);
   const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'solana'));
@@ -138,6 +140,8 @@ export const solanaFamily: ChainFamily<'solana'> = {
     try {
       // A dry run of what the pipeline will sign: fee payer, co-signatures, blockhash and policy.
       await prepare(c, req, false, true);
+      // A relayer whose users pay its fees (gasless) sends only what pays it.
+      if (c.policy.fee_payment_strategy === 'user') await checkFeePaid({ ...c, rt }, decodeSolanaTx(req.transaction));
     } catch (e) {
       if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.

@@ -27,6 +27,8 @@ export const solanaPolicySchema = z
           decimals: z.number().int().min(0).max(255).optional(),
           symbol: z.string().optional(),
           max_allowed_fee: uint.optional(),
+          /** Ours: a fixed price, whole tokens per 1 SOL, for networks with no market (else Jupiter's quote). */
+          conversion_rate: z.number().positive().optional(),
           swap_config: z
             .strictObject({
               slippage_percentage: z.number().min(0).max(100).optional(),
@@ -83,13 +85,20 @@ function violation(rule: string, reason: string): SolanaRequestError {
  * transaction only as the fee payer (or as a durable nonce authority): any
  * other use would let the request spend the relayer's own funds.
  */
-export function checkSolanaPolicy(tx: DecodedSolanaTx, policy: SolanaPolicy | undefined, ctx: { fee?: bigint; balance?: bigint } = {}): void {
+export function checkSolanaPolicy(
+  tx: DecodedSolanaTx,
+  policy: SolanaPolicy | undefined,
+  ctx: { fee?: bigint; balance?: bigint; exempt?: ReadonlySet<number> } = {},
+): void {
   const { message } = tx;
   const accounts = message.staticAccounts;
   const accountAt = (i: number): string | undefined => accounts[i];
   const programs = message.instructions.map((ix) => accounts[ix.programAddressIndex]);
 
+  // The fee instructions of a sponsored transaction (gasless.ts) pay the relayer: the rules below are for the user's.
+  const exempt = ctx.exempt ?? new Set<number>();
   message.instructions.forEach((ix, i) => {
+    if (exempt.has(i)) return;
     (ix.accountIndices ?? []).forEach((acc, pos) => {
       if (acc !== 0) return;
       const data = ix.data;
@@ -105,7 +114,7 @@ export function checkSolanaPolicy(tx: DecodedSolanaTx, policy: SolanaPolicy | un
   if (policy.allowed_programs) {
     const allowed = new Set(policy.allowed_programs);
     programs.forEach((p, i) => {
-      if (!allowed.has(p)) throw violation('allowed_programs', `instruction ${i} calls program ${p}, which is not allowed`);
+      if (!exempt.has(i) && !allowed.has(p)) throw violation('allowed_programs', `instruction ${i} calls program ${p}, which is not allowed`);
     });
   }
 
@@ -130,7 +139,7 @@ export function checkSolanaPolicy(tx: DecodedSolanaTx, policy: SolanaPolicy | un
   if (policy.allowed_tokens) {
     const mints = new Set<string>(policy.allowed_tokens.map((t) => t.mint));
     message.instructions.forEach((ix, i) => {
-      if (!TOKEN_PROGRAMS.has(programs[i])) return;
+      if (exempt.has(i) || !TOKEN_PROGRAMS.has(programs[i])) return;
       const kind = ix.data?.[0];
       if (kind === TOKEN_TRANSFER) {
         throw violation('allowed_tokens', `instruction ${i} is an SPL Transfer; use TransferChecked so the mint can be checked`);

@@ -10,6 +10,7 @@ import {
   type TransactionMessageBytes,
 } from '@solana/kit';
 import { SolanaRequestError } from './request-error.js';
+import { feeInstructions } from './gasless.js';
 import { checkSolanaPolicy, type SolanaPolicy } from './policy.js';
 import type { SolanaRpc } from './rpc-client.js';
 import { decodeSolanaTx, MAX_TRANSACTION_SIZE, SYSTEM_PROGRAM, usesDurableNonce, type DecodedSolanaTx } from './transaction.js';
@@ -120,7 +121,7 @@ export async function prepareSolanaTx(req: SolanaTransactionRequest, ctx: Solana
   const fee = quoted ?? undefined;
   if (policy?.min_balance !== undefined) balance = await ctx.rpc.getBalance(relayer);
   const checked: DecodedSolanaTx = { ...decoded, message: { ...message, lifetimeToken: blockhash as Blockhash }, wireSize };
-  checkSolanaPolicy(checked, policy, { fee, balance });
+  checkSolanaPolicy(checked, policy, { fee, balance, exempt: await feeInstructions(checked, relayer, policy ?? {}) });
 
   const sig = await ctx.signer.sign(new Uint8Array(messageBytes));
   if (sig.length !== 64) throw new Error(`solana signer returned a ${sig.length}-byte signature`);

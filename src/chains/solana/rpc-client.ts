@@ -26,7 +26,13 @@ export interface SolanaRpc {
   sendTransaction(wireBase64: string, opts?: { skipPreflight?: boolean; preflightCommitment?: Commitment; maxRetries?: number }): Promise<string>;
   simulateTransaction(wireBase64: string, opts?: { sigVerify?: boolean; commitment?: Commitment }): Promise<SimulationResult>;
   getSignatureStatuses(signatures: string[], opts?: { searchTransactionHistory?: boolean }): Promise<(SignatureStatus | null)[]>;
+  /** The account's owner program, lamports and data; null when it does not exist. */
+  getAccountInfo(address: string, commitment?: Commitment): Promise<AccountInfo | null>;
+  /** Lamports an account of `size` bytes must hold. */
+  getMinimumBalanceForRentExemption(size: number): Promise<bigint>;
 }
+
+export type AccountInfo = { owner: string; lamports: bigint; data: Uint8Array };
 
 type WithContext<T> = { context: { slot: number }; value: T };
 
@@ -59,6 +65,17 @@ export function solanaRpcFrom(transport: JsonRpcClient): SolanaRpc {
     },
     async getSignatureStatuses(signatures, opts = {}) {
       return (await call<WithContext<(SignatureStatus | null)[]>>('getSignatureStatuses', [signatures, opts])).value;
+    },
+    async getAccountInfo(address, commitment = 'confirmed') {
+      const { value } = await call<WithContext<{ owner: string; lamports: number; data: [string, string] } | null>>('getAccountInfo', [
+        address,
+        { commitment, encoding: 'base64' },
+      ]);
+      if (!value) return null;
+      return { owner: value.owner, lamports: BigInt(value.lamports), data: new Uint8Array(Buffer.from(value.data[0], 'base64')) };
+    },
+    async getMinimumBalanceForRentExemption(size) {
+      return BigInt(await call<number>('getMinimumBalanceForRentExemption', [size]));
     },
   };
 }

@@ -11,6 +11,9 @@ import type { SolanaSigner } from '../../signers/index.js';
 import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
+import { buildSponsored, quoteSponsored } from './gasless.js';
+import { answerGasless, GASLESS_METHODS } from './gasless-rpc.js';
+import { contextOf } from './pipeline.js';
 import { SolanaRequestError } from './request-error.js';
 import { checkSolanaPolicy, solanaPolicySchema } from './policy.js';
 import { decodeSolanaTx } from './transaction.js';
@@ -93,12 +96,7 @@ const ALLOWED = new Set([
 
 export function solanaRefusal(method: string): string | null {
   if (ALLOWED.has(method)) return null;
-  if (method === 'signTransaction' || method === 'signAndSendTransaction') {
-    return `${method} is refused here: sign with POST /api/v1/relayers/{relayer_id}/sign-transaction, send with POST /api/v1/relayers/{relayer_id}/transactions`;
-  }
-  if (['feeEstimate', 'prepareTransaction', 'transferTransaction', 'getSupportedTokens', 'getFeaturesEnabled'].includes(method)) {
-    return `${method} (gasless transactions) is not available on this service yet`;
-  }
+  if (GASLESS_METHODS.has(method)) return null;
   if (method === 'requestAirdrop') return 'requestAirdrop is refused: it is not a read';
   return `${method} is not offered by the passthrough (reads, simulateTransaction and sendTransaction are)`;
 }
@@ -116,7 +114,11 @@ const clientFor = clientCache('solana passthrough clients', (endpoints) => creat
 async function forward(rt: Runtime, relayer: Relayer, calls: { method: string; params: unknown }[]) {
   const network = findNetwork(rt, 'solana', relayer.network);
   if (!network) throw invalid(`network "${relayer.network}" of relayer ${relayer.id} is not configured`);
-  return forwardEach(rt, relayer, clientFor(rt, endpointsOf(relayer, network.rpcUrls)), calls);
+  // The reference's own methods are answered here, the node's forwarded: each keeps its place.
+  const remote = calls.filter((c) => !GASLESS_METHODS.has(c.method));
+  const forwarded = remote.length ? await forwardEach(rt, relayer, clientFor(rt, endpointsOf(relayer, network.rpcUrls)), remote) : [];
+  let next = 0;
+  return Promise.all(calls.map((c) => (GASLESS_METHODS.has(c.method) ? answerGasless(rt, relayer, c.method, c.params) : forwarded[next++])));
 }
 
 export const solanaDirect: DirectOps = {
@@ -129,6 +131,10 @@ export const solanaDirect: DirectOps = {
     if (input.unsignedXdr != null) throw invalid('unsigned_xdr: Stellar relayers take it; Solana relayers take transaction');
     if (!input.transaction) throw invalid('transaction: required (a base64 wire transaction)');
     return { kind: 'solana', ...(await signTransaction(rt, relayer, input.transaction)) };
+  },
+  sponsored: {
+    quote: (rt, relayer, request) => quoteSponsored({ ...contextOf(rt, relayer), rt }, request),
+    build: (rt, relayer, request) => buildSponsored({ ...contextOf(rt, relayer), rt }, request),
   },
   rpc: { refusal: solanaRefusal, unwrap, forward },
 };

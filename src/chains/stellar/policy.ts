@@ -39,6 +39,8 @@ export const stellarPolicySchema = z.strictObject({
         asset: z.string().min(1),
         metadata: tokenMetadata.optional(),
         max_allowed_fee: uint.optional(),
+        /** Ours: a fixed price, whole tokens per 1 XLM, for networks with no market (else Horizon's paths). */
+        conversion_rate: z.number().positive().optional(),
         swap_config: swapConfigForToken.optional(),
       }),
     )

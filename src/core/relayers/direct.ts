@@ -18,13 +18,20 @@ export interface SignTransactionInput {
 }
 
 /** One call the passthrough forwards: its answer is the node's result or the node's error. */
-export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; data?: unknown } };
+export type Forwarded = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; description?: string; data?: unknown } };
 
 /** What a chain family offers for these operations; an operation it leaves out is refused as not supported. */
 export interface DirectOps {
   signMessage?(rt: Runtime, relayer: Relayer, message: string): Promise<MessageSignature>;
   signTypedData?(rt: Runtime, relayer: Relayer, input: { domainSeparator: string; hashStructMessage: string }): Promise<MessageSignature>;
   signTransaction?(rt: Runtime, relayer: Relayer, input: SignTransactionInput): Promise<SignedTransaction>;
+  /** Gasless: a quote of the fee in the user's token, and the transaction built to pay it (the family's request and answer shapes). */
+  sponsored?: {
+    quote(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
+    build(rt: Runtime, relayer: Relayer, request: unknown): Promise<unknown>;
+  };
+  /** Why a family without `sponsored` offers none, for its refusal. */
+  sponsoredRefusal?: string;
   rpc: {
     /** Why a method is refused, or null when it may be forwarded (a pure rule). */
     refusal(method: string): string | null;

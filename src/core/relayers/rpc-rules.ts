@@ -80,7 +80,7 @@ export async function answerRpc(
     if (!c.ok) return errorAnswer(c.id, c.code, c.code === RPC_CODES.methodNotFound ? 'Method not allowed' : 'Invalid request', c.why);
     const r = results[next++];
     if (r.ok) return { jsonrpc: '2.0', result: r.result, id: c.id };
-    return errorAnswer(c.id, r.error.code, r.error.message, r.error.message, r.error.data);
+    return errorAnswer(c.id, r.error.code, r.error.message, r.error.description ?? r.error.message, r.error.data);
   });
   return batch ? answers : answers[0];
 }

@@ -62,3 +62,28 @@ export async function relayerRpc(rt: Runtime, relayerId: string, body: unknown):
   if (!ops) throw notSupported(rt, 'the JSON-RPC passthrough', relayer);
   return answerRpc(body as RpcBody, ops.rpc, (calls) => ops.rpc.forward(rt, relayer, calls));
 }
+
+/** The reference answers a family without them that gas abstraction is not supported (400 here, in the envelope). */
+async function sponsoredOps(rt: Runtime, relayerId: string) {
+  const relayer = await activeRelayer(rt, relayerId);
+  const direct = await opsOf(rt, relayer);
+  if (!direct?.sponsored) {
+    const label = rt.families.spec(relayer.networkType).label;
+    throw invalid(
+      `sponsored transactions (gas abstraction) are not supported for ${label} relayers${direct?.sponsoredRefusal ? `: ${direct.sponsoredRefusal}` : ' on this service yet'}`,
+    );
+  }
+  return { relayer, ops: direct.sponsored };
+}
+
+/** POST …/transactions/sponsored/quote: what the user's transaction would cost in the fee token. */
+export async function sponsoredQuote(rt: Runtime, relayerId: string, request: unknown): Promise<unknown> {
+  const { relayer, ops } = await sponsoredOps(rt, relayerId);
+  return ops.quote(rt, relayer, request);
+}
+
+/** POST …/transactions/sponsored/build: the transaction the user signs, with the relayer paying the network fee and the user paying the relayer. */
+export async function buildSponsoredTransaction(rt: Runtime, relayerId: string, request: unknown): Promise<unknown> {
+  const { relayer, ops } = await sponsoredOps(rt, relayerId);
+  return ops.build(rt, relayer, request);
+}

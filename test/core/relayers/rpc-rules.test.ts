@@ -40,10 +40,20 @@ describe('which methods the passthrough forwards', () => {
     for (const m of ['eth_newFilter', 'eth_subscribe', 'eth_coinbase', 'ETH_CALL', 'eth_call ']) expect(evmRefusal(m), m).toMatch(/not offered/);
   });
 
-  it('Solana and Stellar: node reads and client-signed sends pass; signing and the rest do not', () => {
+  it("Solana and Stellar: node reads, client-signed sends and the reference's Solana methods pass; the rest do not", () => {
     for (const m of ['getBalance', 'getLatestBlockhash', 'simulateTransaction', 'sendTransaction']) expect(solanaRefusal(m), m).toBeNull();
-    for (const m of ['signTransaction', 'signAndSendTransaction', 'requestAirdrop', 'feeEstimate', 'getProgramAccountz'])
-      expect(solanaRefusal(m), m).not.toBeNull();
+    // The reference's own methods (gasless, signing with the relayer's checks) are answered by the service.
+    for (const m of [
+      'feeEstimate',
+      'prepareTransaction',
+      'transferTransaction',
+      'signTransaction',
+      'signAndSendTransaction',
+      'getSupportedTokens',
+      'getFeaturesEnabled',
+    ])
+      expect(solanaRefusal(m), m).toBeNull();
+    for (const m of ['requestAirdrop', 'getProgramAccountz']) expect(solanaRefusal(m), m).not.toBeNull();
     for (const m of ['getNetwork', 'getLedgerEntries', 'simulateTransaction', 'sendTransaction']) expect(stellarRefusal(m), m).toBeNull();
     expect(stellarRefusal('getAccount')).not.toBeNull();
   });

@@ -91,7 +91,7 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
     expect({ status: conflict.status, message: conflict.body.message }).toEqual({ status: 409, message: 'Notification with this ID already exists' });
   });
 
-  it('answers no plugins when none are configured, and sponsored transactions with 404 in the envelope', async () => {
+  it('answers no plugins when none are configured, and sponsored transactions of EVM relayers with 400 in the envelope', async () => {
     const list = await client.plugins.listPlugins(1, 10);
     expect(list.data).toMatchObject({ success: true, data: [], pagination: { current_page: 1, per_page: 10, total_items: 0 } });
     const plugin = 'Plugin with id p1 not found';
@@ -100,20 +100,21 @@ describe('@openzeppelin/relayer-sdk against this service', () => {
       [() => client.plugins.callPlugin('p1', { params: {} } as never), plugin, plugin],
       [() => client.plugins.callPluginGet('p1'), plugin, plugin],
       [() => client.plugins.updatePlugin('p1', {} as never), plugin, plugin],
-      [
-        () => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never),
-        'Not Found',
-        'Sponsored (gasless) transactions: not available on this service yet',
-      ],
-      [
-        () => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never),
-        'Not Found',
-        'Sponsored (gasless) transactions: not available on this service yet',
-      ],
     ];
     for (const [call, message, error] of cases) {
       const res = await sdkError(call(), error);
       expect({ status: res.status, message: res.body.message, error: res.body.error }).toEqual({ status: 404, message, error });
+    }
+    // EVM relayers take no sponsored transactions: their gasless path is a bundler.
+    for (const call of [
+      () => client.relayers.quoteSponsoredTransaction('evm-relayer', {} as never),
+      () => client.relayers.buildSponsoredTransaction('evm-relayer', {} as never),
+    ]) {
+      const res = await sdkError(call());
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(
+        /^sponsored transactions \(gas abstraction\) are not supported for EVM relayers: gasless EVM transactions go through an ERC-4337 bundler/,
+      );
     }
     // Behind the token, like every other route.
     const anonymous = await svc.request('GET', '/api/v1/plugins', undefined, { authorization: '' });
