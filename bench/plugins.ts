@@ -42,11 +42,13 @@ const config: PluginConfig = {
   rawResponse: false,
   allowGetInvocation: false,
   config: null,
+  allowNetwork: false,
+  freshProcess: false,
 };
 const starts: number[] = [];
 for (let i = 0; i < 20; i++) {
   const t = performance.now();
-  const { plugins } = await loadPlugins([config], { concurrency: 1, queue: 0, memoryMb: 128 });
+  const { plugins } = await loadPlugins([config], { concurrency: 1, queue: 0, memoryMb: 128, poolSize: 1 });
   starts.push(performance.now() - t);
   await stopPlugins(plugins);
 }

@@ -53,6 +53,7 @@ const schema = z.object({
   PLUGIN_MAX_CONCURRENCY: z.coerce.number().int().positive().max(256).default(4),
   PLUGIN_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
   PLUGIN_MEMORY_MB: z.coerce.number().int().min(16).max(16_384).default(128),
+  PLUGIN_POOL_SIZE: z.coerce.number().int().positive().max(256).default(4),
 });
 
 export class EnvError extends Error {}
@@ -101,6 +102,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     crashAt: e.RELAYER_CRASH_AT,
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB },
+    plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB, poolSize: e.PLUGIN_POOL_SIZE },
   };
 }

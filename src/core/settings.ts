@@ -35,7 +35,7 @@ export interface Env {
   /** How long SIGTERM/SIGINT may take to drain before the process exits non-zero. */
   shutdownTimeoutMs: number;
   /** Per plugin: calls running at once, calls waiting beyond those (429 past it), and each call's heap in MB. */
-  plugins: { concurrency: number; queue: number; memoryMb: number };
+  plugins: { concurrency: number; queue: number; memoryMb: number; poolSize: number };
 }
 
 /** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */
