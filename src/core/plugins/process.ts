@@ -69,10 +69,6 @@ export function startProcess(plugins: Plugins, p: LoadedPlugin): Started {
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     serialization: 'json',
   });
-  child.unref();
-  (child.channel as { unref?: () => void } | undefined)?.unref?.();
-  (child.stdout as unknown as { unref?: () => void }).unref?.();
-  (child.stderr as unknown as { unref?: () => void }).unref?.();
   const started: Started = { child, ready: Promise.resolve(), output: [], outOfMemory: false, calls: 0 };
   plugins.workers.add(child);
   p.procs.add(started);
