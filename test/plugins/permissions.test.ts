@@ -47,6 +47,8 @@ describe('a plugin under the permission model', () => {
       { id: 'hostile', path: path.join(FIXTURES, 'hostile.ts') },
       { id: 'networked', path: path.join(FIXTURES, 'hostile.ts'), allow_network: true },
       { id: 'echo', path: path.join(FIXTURES, 'echo.ts') },
+      { id: 'memo', path: path.join(FIXTURES, 'memo.ts') },
+      { id: 'memo-fresh', path: path.join(FIXTURES, 'memo.ts'), fresh_process: true },
     ];
     const signers = [{ id: 'dev-signer', type: 'local', config: { path: keystore, passphrase: { type: 'plain', value: 'devnet' } } }];
     await writeFile(configPath, JSON.stringify({ relayers: [], signers, notifications: [], networks: [], plugins }));
@@ -132,5 +134,16 @@ describe('a plugin under the permission model', () => {
     );
     expect(await call('echo', { a: 1 })).toMatchObject({ status: 200, body: { data: { params: { a: 1 }, env: [] } } });
     expect(await call('hostile', { try: 'nothing' })).toMatchObject({ status: 200, body: { data: 'nothing tried' } });
+  });
+
+  it('reuses a pooled process from call to call, and gives a fresh_process plugin a new one each call', async () => {
+    const pooled = [];
+    for (let i = 0; i < 3; i++) pooled.push((await call('memo', {})).body.data);
+    expect(new Set(pooled.map((d) => d.pid)).size).toBe(1);
+    expect(pooled.map((d) => d.calls)).toEqual([1, 2, 3]);
+    const fresh = [];
+    for (let i = 0; i < 3; i++) fresh.push((await call('memo-fresh', {})).body.data);
+    expect(new Set(fresh.map((d) => d.pid)).size).toBe(3);
+    expect(fresh.map((d) => d.calls)).toEqual([1, 1, 1]);
   });
 });
