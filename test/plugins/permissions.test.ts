@@ -146,4 +146,13 @@ describe('a plugin under the permission model', () => {
     expect(new Set(fresh.map((d) => d.pid)).size).toBe(3);
     expect(fresh.map((d) => d.calls)).toEqual([1, 1, 1]);
   });
+
+  it('leaves out of the pool a process that failed after its call answered; the next call is served', async () => {
+    const { body } = await call('hostile', { try: 'leftover' });
+    expect(body).toMatchObject({ success: true });
+    await new Promise((r) => setTimeout(r, 500));
+    const next = await call('hostile', { try: 'pid' });
+    expect(next).toMatchObject({ status: 200, body: { success: true } });
+    expect(next.body.data).not.toBe(body.data);
+  });
 });

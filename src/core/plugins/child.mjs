@@ -173,8 +173,13 @@ async function run(handler, call, ctx) {
 }
 
 // An error no one caught (a refused connection's 'error' event, a rejection left alone) fails the
-// call it came from; the service then stops this process, whose state is no longer known.
-const fatal = (e) => send({ type: 'done', call: current.getStore() ?? running ?? 0, ok: false, fatal: true, error: shape(e) });
+// call it came from (or the one running); the service then stops this process, whose state is no
+// longer known.
+// Between calls, no call is there to fail: the process ends, and the service leaves it out of its pool.
+const fatal = (e) => {
+  if (running === undefined) process.exit(70);
+  send({ type: 'done', call: current.getStore() ?? running, ok: false, fatal: true, error: shape(e) });
+};
 process.on('uncaughtException', fatal);
 process.on('unhandledRejection', fatal);
 

@@ -287,12 +287,10 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
     }, timeoutMs);
     onMessage = (m) => {
       if (settled || m === null || typeof m !== 'object') return;
-      // Work left over from an earlier call of this process is not this call's.
+      // Work left over from an earlier call of this process is not this call's; if it failed, the
+      // process is replaced once this call ends.
       if (m.call !== call) {
-        if (m.fatal) {
-          sound = false;
-          finish(ended('exited', 500, `plugin ${id} failed in work left over from an earlier call and was stopped`, logs, traces));
-        }
+        if (m.fatal) sound = false;
         return;
       }
       if (m.type === 'log') line(String(m.level), String(m.message));
