@@ -18,6 +18,7 @@ const UNIT = [
   'test/core/notifications/url.test.ts',
   'test/core/plugins/kv.test.ts',
   'test/core/plugins/outcome.test.ts',
+  'test/core/plugins/process.test.ts',
   'test/core/plugins/settings.test.ts',
   'test/core/registry.test.ts',
   'test/core/state.test.ts',

@@ -81,5 +81,5 @@ await build({
 // The PGlite thread's file, found beside the code that starts it (db/pglite-thread.ts).
 copyFileSync(`${root}src/db/pglite-thread.mjs`, `${root}dist/pglite-thread.mjs`);
 // The same for a plugin's worker thread (core/plugins/pool.ts).
-copyFileSync(`${root}src/core/plugins/worker.mjs`, `${root}dist/worker.mjs`);
+copyFileSync(`${root}src/core/plugins/child.mjs`, `${root}dist/child.mjs`);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);

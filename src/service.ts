@@ -85,7 +85,9 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
   // Compiled and loaded once here: a plugin that does not is a config problem, all listed at once.
-  const { plugins, problems } = await loadPlugins(config.plugins, env.plugins);
+  // A plugin's process may read neither the config file, the data folder nor a keystore.
+  const guarded = [config.file, env.dataDir, ...[...config.signers.values()].flatMap((s) => ('keystorePath' in s ? [s.keystorePath] : []))];
+  const { plugins, problems } = await loadPlugins(config.plugins, env.plugins, guarded);
   if (problems.length) throw new ConfigError(config.file, problems);
   const devnet = await (env.devnet ? startDevnet(config, env.devnetPort, env.dataDir, log) : undefined)?.catch(async (e) => {
     await stopPlugins(plugins);

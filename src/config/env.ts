@@ -56,6 +56,7 @@ const schema = z.object({
   JUPITER_API_URL: z.url().default('https://lite-api.jup.ag'),
   PRICE_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(5_000),
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(10_000),
+  PLUGIN_POOL_SIZE: z.coerce.number().int().positive().max(256).default(4),
 });
 
 export class EnvError extends Error {}
@@ -104,7 +105,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     crashAt: e.RELAYER_CRASH_AT,
     metrics: { enabled: e.METRICS_ENABLED, port: e.METRICS_PORT },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB },
+    plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB, poolSize: e.PLUGIN_POOL_SIZE },
     prices: { jupiterUrl: e.JUPITER_API_URL.replace(/\/+$/, ''), timeoutMs: e.PRICE_TIMEOUT_MS, cacheMs: e.PRICE_CACHE_MS },
   };
 }

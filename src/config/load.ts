@@ -263,6 +263,8 @@ export async function loadConfig(
       rawResponse: e.raw_response,
       allowGetInvocation: e.allow_get_invocation,
       config: e.config ?? null,
+      allowNetwork: e.allow_network,
+      freshProcess: e.fresh_process,
       where,
     });
   });

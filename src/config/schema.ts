@@ -67,6 +67,15 @@ export const pluginEntry = z
     raw_response: z.boolean().default(false),
     allow_get_invocation: z.boolean().default(false),
     config: z.record(z.string(), z.unknown()).nullish(),
+    // This service's: the plugin's process may use the network (Node's --allow-net, all hosts or none).
+    allow_network: z.boolean().default(false),
+    // Node's permission model cannot name hosts: a host list is refused rather than taken for more than it is.
+    allow_hosts: z
+      .unknown()
+      .refine((v) => v === undefined, "Node's permission model allows the network to all hosts or to none: set allow_network: true instead")
+      .optional(),
+    // A new process for every call (no state kept from one call to the next), at the cost of a start.
+    fresh_process: z.boolean().default(false),
   })
   .strict();
 

@@ -36,7 +36,7 @@ export interface Env {
   /** How long SIGTERM/SIGINT may take to drain before the process exits non-zero. */
   shutdownTimeoutMs: number;
   /** Per plugin: calls running at once, calls waiting beyond those (429 past it), and each call's heap in MB. */
-  plugins: { concurrency: number; queue: number; memoryMb: number };
+  plugins: { concurrency: number; queue: number; memoryMb: number; poolSize: number };
   /** Token prices for gasless fees: Jupiter's base URL, how long a source may take, how long a quote is reused. */
   prices: { jupiterUrl: string; timeoutMs: number; cacheMs: number };
 }

@@ -45,7 +45,9 @@ export function pluginTypes({ builder, pageArgs, pageOf }: SchemaParts) {
     fields: (t) => ({
       status: t.exposeInt('status', { description: 'The HTTP status REST answers with.' }),
       success: t.boolean({ resolve: (r) => r.outcome === 'ok' }),
-      outcome: t.exposeString('outcome', { description: 'ok, plugin_error, timeout, memory, exited, busy or refused.' }),
+      outcome: t.exposeString('outcome', {
+        description: 'ok, plugin_error, timeout, memory, exited, busy, refused or denied (a permission the plugin may not use).',
+      }),
       data: t.field({ type: 'JSON', nullable: true, description: 'The result; on failure { code, details }.', resolve: (r) => r.data }),
       error: t.exposeString('error', { nullable: true }),
       logs: t.field({ type: [PluginLog], description: 'Its console output, when emit_logs.', resolve: (r) => r.logs }),

@@ -1,4 +1,4 @@
-// What a plugin call answers, decided from what the worker reported. Pure.
+// What a plugin call answers, decided from what the plugin's process reported. Pure.
 
 export interface LogEntry {
   level: string;
@@ -6,7 +6,7 @@ export interface LogEntry {
 }
 
 /** How a call ended, the metrics' `outcome` label. */
-export type Outcome = 'ok' | 'plugin_error' | 'timeout' | 'memory' | 'exited' | 'busy' | 'refused';
+export type Outcome = 'ok' | 'plugin_error' | 'timeout' | 'memory' | 'exited' | 'busy' | 'refused' | 'denied';
 
 export interface CallResult {
   outcome: Outcome;
@@ -24,13 +24,35 @@ export interface CallResult {
   retryAfter?: number;
 }
 
-/** What the worker reports of a thrown value (core/plugins/worker.mjs). */
+/** What the plugin's process reports of a thrown value (core/plugins/child.mjs). */
 export interface Thrown {
   message: string;
   name?: string;
   status?: number;
   code?: string;
   details?: unknown;
+}
+
+/** A permission Node's permission model refused the plugin's process (the child names it). */
+export interface Denied {
+  permission: string;
+  resource: string | null;
+}
+
+/** The refused permission a reported error carries, if any. */
+export function deniedOf(error: unknown): Denied | undefined {
+  const d = (error as { denied?: { permission?: unknown; resource?: unknown } } | null)?.denied;
+  if (!d || typeof d.permission !== 'string') return undefined;
+  return { permission: d.permission.slice(0, 64), resource: typeof d.resource === 'string' ? d.resource.slice(0, 1024) : null };
+}
+
+/** A call failed on a refused permission: 403, naming the permission and what it was refused for. */
+export function deniedResult(id: string, d: Denied, message: string, logs: LogEntry[], traces: unknown[]): CallResult {
+  const what = d.resource ? ` for ${d.resource}` : '';
+  return {
+    ...ended('denied', 403, `plugin ${id} was refused the ${d.permission} permission${what}: ${message}`, logs, traces),
+    data: { code: 'PERMISSION_DENIED', details: { permission: d.permission, resource: d.resource } },
+  };
 }
 
 /** At most this many log lines and traces are kept per call, each line at most MAX_LINE characters. */

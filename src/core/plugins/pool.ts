@@ -1,19 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
 import { build } from 'esbuild';
 import type { Logger } from '../../lib/log.js';
 import type { Runtime } from '../runtime.js';
 import { keyProblem, MAX_VALUE_BYTES, pluginKv } from './kv.js';
-import { type CallResult, ended, keepLine, type LogEntry, MAX_ENTRIES, succeeded, threw, type Thrown, WAIT_DONE } from './outcome.js';
+import { type CallResult, deniedOf, deniedResult, ended, keepLine, type LogEntry, MAX_ENTRIES, succeeded, threw, type Thrown, WAIT_DONE } from './outcome.js';
 import type { LoadedPlugin, PluginLimits, Plugins, Started } from './loaded.js';
+import { exposed, permissionProblem, readsOf, startProcess, stopProcess } from './process.js';
 import type { PluginConfig, PluginSettings } from './settings.js';
 
-// Plugins run in worker threads (core/plugins/worker.mjs), one call per worker: a fresh worker for
-// each call, with a heap bound, stopped at its timeout; a spare one started ahead keeps start-up
-// off the call's path. A plugin runs at most `concurrency` calls at once and keeps at most `queue`
-// waiting; past that a call is answered 429.
-
-const WORKER_URL = new URL('./worker.mjs', import.meta.url);
+// Plugins run in processes of their own under Node's permission model (core/plugins/process.ts,
+// core/plugins/child.mjs), one call at a time per process. Each plugin keeps up to PLUGIN_POOL_SIZE
+// started processes between calls, so calls back to back do not wait for a start; one with
+// `fresh_process` gets a new process for every call, a spare started ahead. A process that timed
+// out, ran out of memory or exited is stopped and, when none is left, replaced at once. A plugin
+// runs at most `concurrency` calls at once and keeps at most `queue` waiting; past that a call is
+// answered 429.
 
 /** The context a call gives the handler, besides api and kv. */
 export interface CallContext {
@@ -44,46 +45,23 @@ export async function compile(file: string): Promise<string> {
   return out.outputFiles[0].text;
 }
 
-function start(plugins: Plugins, p: LoadedPlugin): Started {
-  const mb = plugins.limits.memoryMb;
-  const worker = new Worker(WORKER_URL, {
-    workerData: { file: p.config.file, code: p.code },
-    resourceLimits: { maxOldGenerationSizeMb: mb, maxYoungGenerationSizeMb: Math.max(4, Math.min(32, Math.floor(mb / 4))), stackSizeMb: 4 },
-    // The service's environment (API_KEY, DATABASE_URL, ...) is not the plugin's.
-    env: {},
-    execArgv: [],
-    stdout: true,
-    stderr: true,
-  });
-  worker.unref();
-  plugins.workers.add(worker);
-  worker.once('exit', () => plugins.workers.delete(worker));
-  const output: LogEntry[] = [];
-  worker.stdout.on('data', (b: Buffer) => keepLine(output, 'log', b.toString().trimEnd()));
-  worker.stderr.on('data', (b: Buffer) => keepLine(output, 'error', b.toString().trimEnd()));
-  const ready = new Promise<void>((resolve, reject) => {
-    const onMessage = (m: { type?: string; error?: Thrown }) => {
-      if (m?.type === 'ready') resolve();
-      else if (m?.type === 'failed') reject(new Error(m.error?.message ?? 'the plugin failed to load'));
-      else return;
-      worker.off('message', onMessage);
-    };
-    worker.on('message', onMessage);
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the plugin's worker exited (code ${code}) while loading`)));
-  });
-  ready.catch(() => worker.terminate());
-  return { worker, ready, output };
-}
-
 /**
- * Compiles each plugin and loads it in a first (spare) worker: a plugin that does not compile or
- * load is a problem named by its config entry, all of them listed at once.
+ * Compiles each plugin and loads it in a first process: a plugin that does not compile or load, or
+ * whose process could read one of `guarded` (the config file, the data folder, keystores), is a
+ * problem named by its config entry, all of them listed at once. No plugin runs on a Node without
+ * the permission model's network control.
  */
-export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits): Promise<{ plugins: Plugins; problems: string[] }> {
+export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits, guarded: string[] = []): Promise<{ plugins: Plugins; problems: string[] }> {
   const plugins: Plugins = { byId: new Map(), limits, workers: new Set(), stopped: false };
+  if (!configs.length) return { plugins, problems: [] };
+  const unsupported = permissionProblem(process.version, process.allowedNodeEnvironmentFlags);
+  if (unsupported) return { plugins, problems: [`plugins: ${unsupported}`] };
   const loaded = await Promise.all(
     configs.map(async (config): Promise<LoadedPlugin | string> => {
+      const reads = readsOf(config.file);
+      const seen = exposed(reads, guarded);
+      if (seen)
+        return `${config.where}.path: its process could read ${seen.file} (it reads ${seen.read}): put the plugin in a folder that holds none of the service's files`;
       let code: string;
       try {
         code = await compile(config.file);
@@ -94,14 +72,14 @@ export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits)
           : (e as Error).message;
         return `${config.where}.path: does not compile: ${why}`;
       }
-      const p: LoadedPlugin = { config, code, running: 0, waiting: [] };
-      const spare = start(plugins, p);
+      const p: LoadedPlugin = { config, code, reads, idle: [], procs: new Set(), running: 0, waiting: [] };
+      const first = startProcess(plugins, p);
       try {
-        await spare.ready;
+        await first.ready;
       } catch (e) {
         return `${config.where}.path: does not load: ${(e as Error).message}`;
       }
-      p.spare = spare;
+      p.idle.push(first);
       return p;
     }),
   );
@@ -113,14 +91,33 @@ export async function loadPlugins(configs: PluginConfig[], limits: PluginLimits)
 
 export async function stopPlugins(plugins: Plugins) {
   plugins.stopped = true;
-  await Promise.all([...plugins.workers].map((w) => w.terminate()));
+  const all = [...plugins.workers];
+  await Promise.all(
+    all.map((child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGKILL');
+      return gone;
+    }),
+  );
 }
 
-/** The spare worker, replaced by a new one, or a new worker when there is none. */
+/** A started process for a call: an idle one of the pool (the most recently used), else a new one. */
 function take(plugins: Plugins, p: LoadedPlugin): Started {
-  const taken = p.spare ?? start(plugins, p);
-  p.spare = plugins.stopped ? undefined : start(plugins, p);
+  if (!p.config.freshProcess) return p.idle.pop() ?? startProcess(plugins, p);
+  const taken = p.idle.shift() ?? startProcess(plugins, p);
+  if (!plugins.stopped) p.idle.push(startProcess(plugins, p));
   return taken;
+}
+
+/** After a call: a sound process back to the pool while it has room, else stopped; a pool left empty by a stopped one is refilled. */
+function giveBack(plugins: Plugins, p: LoadedPlugin, s: Started, sound: boolean) {
+  s.sink = undefined;
+  s.output.length = 0;
+  const keep = sound && !p.config.freshProcess && !plugins.stopped && p.idle.length < plugins.limits.poolSize;
+  if (keep) p.idle.push(s);
+  else stopProcess(s);
+  if (!sound && !plugins.stopped && !p.idle.length) p.idle.push(startProcess(plugins, p));
 }
 
 /** Waits for a slot of the plugin's; false when its queue is full. The slot is given back with `leave`. */
@@ -145,39 +142,44 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const apiError = (message: string, status: number, code: string): Thrown => ({ message, status, code });
 
-/** The Thrown fields of an error answered to the worker. */
+/** The Thrown fields of an error answered to the plugin's process. */
 function asThrown(e: unknown): Thrown {
   const o = (e ?? {}) as Thrown;
   return { message: typeof o.message === 'string' ? o.message : String(e), status: o.status, code: o.code, details: o.details };
 }
 
-/** Runs one call in a worker of the plugin, under its settings; never rejects. */
+/** Runs one call in a process of the plugin, under its settings; never rejects. */
 export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSettings, ctx: CallContext, api: PluginApi, log: Logger): Promise<CallResult> {
   const plugins = rt.plugins;
   const { id } = p.config;
-  const { worker, ready, output } = take(plugins, p);
+  const proc = take(plugins, p);
+  const { child } = proc;
   try {
-    await ready;
+    await proc.ready;
   } catch (e) {
     return ended('exited', 500, `plugin ${id} could not start: ${(e as Error).message}`);
   }
-  const logs: LogEntry[] = [...output];
+  const call = ++proc.calls;
+  const logs: LogEntry[] = [...proc.output];
   const traces: unknown[] = [];
   const kv = pluginKv(rt.db.prisma, id);
   const locks = new Map<string, string>();
   let settled = false;
+  let sound = true;
 
   const forward = (entry: LogEntry) => {
     if (!settings.forwardLogs) return;
     const level = entry.level === 'error' ? 'error' : entry.level === 'warn' ? 'warn' : entry.level === 'debug' || entry.level === 'trace' ? 'debug' : 'info';
     log[level]({ plugin: id }, entry.message);
   };
-  output.forEach(forward);
+  proc.output.forEach(forward);
   const line = (level: string, message: string) => {
     if (keepLine(logs, level, message)) forward(logs[logs.length - 1]);
   };
-  worker.stdout.removeAllListeners('data').on('data', (b: Buffer) => line('log', b.toString().trimEnd()));
-  worker.stderr.removeAllListeners('data').on('data', (b: Buffer) => line('error', b.toString().trimEnd()));
+  proc.sink = line;
+  const tell = (m: object) => {
+    if (child.connected) child.send(m, () => {});
+  };
 
   async function kvOp(m: Record<string, unknown>): Promise<unknown> {
     const op = m.op;
@@ -269,6 +271,9 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
   }
 
   const timeoutMs = settings.timeout * 1000;
+  let onMessage: (m: Record<string, unknown>) => void = () => {};
+  let onError: (e: Error) => void = () => {};
+  let onClose: (code: number | null, signal: NodeJS.Signals | null) => void = () => {};
   const result = await new Promise<CallResult>((resolve) => {
     const finish = (r: CallResult) => {
       if (settled) return;
@@ -276,25 +281,32 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
       clearTimeout(timer);
       resolve(r);
     };
-    const timer = setTimeout(
-      () => finish(ended('timeout', 504, `plugin ${id} did not answer within ${settings.timeout} s and was stopped`, logs, traces)),
-      timeoutMs,
-    );
-    worker.on('message', (m: Record<string, unknown>) => {
+    const timer = setTimeout(() => {
+      sound = false;
+      finish(ended('timeout', 504, `plugin ${id} did not answer within ${settings.timeout} s and was stopped`, logs, traces));
+    }, timeoutMs);
+    onMessage = (m) => {
       if (settled || m === null || typeof m !== 'object') return;
+      // Work left over from an earlier call of this process is not this call's; if it failed, the
+      // process is replaced once this call ends.
+      if (m.call !== call) {
+        if (m.fatal) sound = false;
+        return;
+      }
       if (m.type === 'log') line(String(m.level), String(m.message));
       else if (m.type === 'ask') {
         answer(m).then(
-          (value) => !settled && worker.postMessage({ type: 'answer', id: m.id, ok: true, value }),
+          (value) => !settled && tell({ type: 'answer', id: m.id, ok: true, value }),
           (e) => {
             // An answer with a status is the plugin's to see; anything else (the database failing) is logged, not shown.
             const known = e && typeof (e as Thrown).status === 'number';
             if (!known) log.warn({ plugin: id, err: e }, 'plugin request failed');
             const error = known ? asThrown(e) : { message: 'Internal Server Error', status: 500, code: 'INTERNAL' };
-            if (!settled) worker.postMessage({ type: 'answer', id: m.id, ok: false, error });
+            if (!settled) tell({ type: 'answer', id: m.id, ok: false, error });
           },
         );
       } else if (m.type === 'done') {
+        if (m.fatal) sound = false;
         if (m.ok) {
           let data: unknown = null;
           try {
@@ -302,21 +314,37 @@ export async function runCall(rt: Runtime, p: LoadedPlugin, settings: PluginSett
           } catch {
             return finish(threw({ message: "the handler's result is not JSON" }, logs, traces));
           }
-          finish(succeeded(data, logs, traces, settings.rawResponse));
-        } else finish(threw(asThrown(m.error), logs, traces));
+          return finish(succeeded(data, logs, traces, settings.rawResponse));
+        }
+        const thrown = asThrown(m.error);
+        const refused = deniedOf(m.error);
+        if (!refused) return finish(threw(thrown, logs, traces));
+        log.warn({ plugin: id, permission: refused.permission, resource: refused.resource ?? undefined }, 'plugin refused a permission');
+        finish(deniedResult(id, refused, thrown.message, logs, traces));
       }
-    });
-    worker.on('error', (e: Error & { code?: string }) =>
+    };
+    onError = (e) => {
+      sound = false;
+      finish(threw({ message: `plugin ${id} failed: ${e.message}` }, logs, traces));
+    };
+    onClose = (code, signal) => {
+      sound = false;
       finish(
-        e.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        proc.outOfMemory
           ? ended('memory', 500, `plugin ${id} ran out of memory (limit ${plugins.limits.memoryMb} MB) and was stopped`, logs, traces)
-          : threw({ message: `plugin ${id} failed: ${e.message}` }, logs, traces),
-      ),
-    );
-    worker.on('exit', (code) => finish(ended('exited', 500, `plugin ${id} exited (code ${code}) before answering`, logs, traces)));
-    worker.postMessage({ type: 'call', ctx: { ...ctx, config: settings.config } });
+          : ended('exited', 500, `plugin ${id} exited (${signal ?? `code ${code}`}) before answering`, logs, traces),
+      );
+    };
+    child.on('message', onMessage);
+    child.on('error', onError);
+    child.on('close', onClose);
+    if (child.exitCode !== null || child.signalCode !== null) onClose(child.exitCode, child.signalCode);
+    else tell({ type: 'call', call, ctx: { ...ctx, config: settings.config } });
   });
-  void worker.terminate();
+  child.off('message', onMessage);
+  child.off('error', onError);
+  child.off('close', onClose);
+  giveBack(plugins, p, proc, sound);
   await Promise.all(
     [...locks].map(([owner, key]) => kv.unlock(key, owner).catch((err) => log.warn({ plugin: id, err }, 'plugin lock not released; it expires'))),
   );

@@ -4,7 +4,7 @@ import { z } from 'zod';
 // plugin_settings, so every instance answers with the same). Pure.
 
 export interface PluginSettings {
-  /** Seconds a call may run before its worker is stopped. */
+  /** Seconds a call may run before its process is stopped. */
   timeout: number;
   emitLogs: boolean;
   emitTraces: boolean;
@@ -22,6 +22,10 @@ export interface PluginConfig extends PluginSettings {
   file: string;
   /** Where the entry is in the config file, for error messages. */
   where: string;
+  /** Its process may use the network (all hosts: Node's permission model names none). */
+  allowNetwork: boolean;
+  /** A new process for each call rather than one from the pool. */
+  freshProcess: boolean;
 }
 
 /** What PATCH /api/v1/plugins/{id} may change; absent fields keep their value, `config: null` removes it. */

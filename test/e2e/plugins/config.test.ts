@@ -1,5 +1,5 @@
 // A broken plugin entry stops start-up, every problem listed at once, before anything starts.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,13 +14,16 @@ describe('plugin entries of the config file', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'relayer-plugin-config-'));
-    await writeFile(path.join(dir, 'broken.ts'), 'export async function handler( {\n');
-    await writeFile(path.join(dir, 'nohandler.ts'), 'export const answer = 42;\n');
+    // In a folder of their own: a plugin's process reads its folder, which must not hold config.json.
+    await mkdir(path.join(dir, 'plugins'));
+    await writeFile(path.join(dir, 'beside-config.ts'), 'export async function handler() { return 1; }\n');
+    await writeFile(path.join(dir, 'plugins', 'broken.ts'), 'export async function handler( {\n');
+    await writeFile(path.join(dir, 'plugins', 'nohandler.ts'), 'export const answer = 42;\n');
     await writeFile(
-      path.join(dir, 'missing-import.ts'),
+      path.join(dir, 'plugins', 'missing-import.ts'),
       "import { nothing } from 'no-such-package-anywhere';\nexport async function handler() { return nothing; }\n",
     );
-    await writeFile(path.join(dir, 'throws.ts'), "throw new Error('refusing to load');\nexport async function handler() {}\n");
+    await writeFile(path.join(dir, 'plugins', 'throws.ts'), "throw new Error('refusing to load');\nexport async function handler() {}\n");
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -60,10 +63,10 @@ describe('plugin entries of the config file', () => {
 
   it('refuses plugins that do not compile or load, naming each', async () => {
     const found = await problems([
-      { id: 'broken', path: 'broken.ts' },
-      { id: 'nohandler', path: 'nohandler.ts' },
-      { id: 'missing-import', path: 'missing-import.ts' },
-      { id: 'throws', path: 'throws.ts' },
+      { id: 'broken', path: 'plugins/broken.ts' },
+      { id: 'nohandler', path: 'plugins/nohandler.ts' },
+      { id: 'missing-import', path: 'plugins/missing-import.ts' },
+      { id: 'throws', path: 'plugins/throws.ts' },
       { id: 'fine', path: path.join(FIXTURES, 'echo.ts') },
     ]);
     expect(found).toHaveLength(4);
@@ -73,5 +76,18 @@ describe('plugin entries of the config file', () => {
     );
     expect(found[2]).toMatch(/^plugins\[2\] \("missing-import"\)\.path: does not load: Cannot find module 'no-such-package-anywhere'/);
     expect(found[3]).toBe('plugins[3] ("throws").path: does not load: refusing to load');
+  });
+
+  it("refuses a plugin whose process could read the service's files, and a host list the permission model cannot keep", async () => {
+    expect(
+      await problems([
+        { id: 'beside', path: 'beside-config.ts' },
+        { id: 'hosts', path: path.join(FIXTURES, 'echo.ts'), allow_hosts: ['api.example.com'] },
+      ]),
+    ).toEqual(['plugins[1] ("hosts").allow_hosts: Node\'s permission model allows the network to all hosts or to none: set allow_network: true instead']);
+    // Config problems come first; with the fields right, the folder is refused.
+    expect(await problems([{ id: 'beside', path: 'beside-config.ts' }])).toEqual([
+      `plugins[0] ("beside").path: its process could read ${path.join(dir, 'config.json')} (it reads ${dir}): put the plugin in a folder that holds none of the service's files`,
+    ]);
   });
 });

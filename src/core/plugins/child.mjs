@@ -1,24 +1,28 @@
-// The plugin's side of a worker thread (the service's side: core/plugins/pool.ts). Plain JavaScript,
-// so that it runs as it is under tsx and from dist/. It loads the plugin's compiled code once, with
-// a `require` that resolves from the plugin file's folder as Node does, then serves one call: the
-// context's api and kv are messages to the service, which executes them with the caller's authority.
+// The plugin's side of a plugin process (the service's side: core/plugins/pool.ts and process.ts).
+// Plain JavaScript, so that it runs as it is from src/ and from dist/. Started by Node with
+// --permission and an empty environment; it loads the plugin's compiled code once, with a `require`
+// that resolves from the plugin file's folder as Node does, then serves calls one at a time: the
+// context's api and kv are IPC messages to the service, which executes them with the caller's authority.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { format } from 'node:util';
 import vm from 'node:vm';
-import { parentPort, workerData } from 'node:worker_threads';
 
-const port = parentPort;
-const { file, code } = workerData;
 const pending = new Map();
+/** The call a piece of plugin code runs for: requests and logs are tagged with it, so that work left over from a call is not taken for the next one's. */
+const current = new AsyncLocalStorage();
 let next = 1;
+let running;
+
+const send = (m) => process.connected && process.send(m);
 
 /** A request to the service; its answer resolves or rejects the promise. */
 function ask(kind, body) {
   const id = next++;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    port.postMessage({ type: 'ask', id, kind, ...body });
+    send({ type: 'ask', call: current.getStore() ?? 0, id, kind, ...body });
   });
 }
 
@@ -40,7 +44,32 @@ function jsonOrNull(value) {
   }
 }
 
-/** What a thrown value tells: message, and the PluginError fields when it has them. */
+// The permission model's errors: ERR_ACCESS_DENIED names the permission (`permission`, or only in
+// the message's `--allow-…` for the network), ERR_DLOPEN_DISABLED is an addon refused.
+const FLAGS = {
+  'fs-read': 'FileSystemRead',
+  'fs-write': 'FileSystemWrite',
+  'child-process': 'ChildProcess',
+  worker: 'WorkerThreads',
+  net: 'Net',
+  wasi: 'WASI',
+  inspector: 'Inspector',
+  addons: 'Addons',
+};
+
+/** The permission a thrown value (or an error it was caused by) says was refused. */
+function denied(e) {
+  for (let x = e, depth = 0; x && typeof x === 'object' && depth < 5; x = x.cause, depth++) {
+    if (x.code === 'ERR_DLOPEN_DISABLED') return { permission: 'Addons', resource: null };
+    if (x.code !== 'ERR_ACCESS_DENIED') continue;
+    const flag = /--allow-([a-z-]+)/.exec(String(x.message))?.[1];
+    const permission = typeof x.permission === 'string' && x.permission ? x.permission : (FLAGS[flag] ?? 'unknown');
+    return { permission, resource: typeof x.resource === 'string' && x.resource ? x.resource : null };
+  }
+  return undefined;
+}
+
+/** What a thrown value tells: message, the PluginError fields when it has them, the permission refused. */
 function shape(e) {
   const o = e !== null && typeof e === 'object' ? e : {};
   return {
@@ -49,11 +78,12 @@ function shape(e) {
     status: Number.isInteger(o.status) ? o.status : undefined,
     code: typeof o.code === 'string' ? o.code : undefined,
     details: jsonOrNull(o.details),
+    denied: denied(e),
   };
 }
 
 for (const level of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
-  console[level] = (...args) => port.postMessage({ type: 'log', level, message: format(...args) });
+  console[level] = (...args) => send({ type: 'log', call: current.getStore() ?? 0, level, message: format(...args) });
 }
 
 const api = {
@@ -101,7 +131,7 @@ const kv = {
   disconnect: async () => {},
 };
 
-function load() {
+function load(file, code) {
   const module = { exports: {} };
   const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename: file });
   wrapper.call(module.exports, module.exports, createRequire(file), module, file, path.dirname(file));
@@ -111,7 +141,8 @@ function load() {
   return handler;
 }
 
-async function run(handler, ctx) {
+async function run(handler, call, ctx) {
+  running = call;
   try {
     // The reference's older form handler(api, params) is still called as it was.
     const result =
@@ -133,28 +164,42 @@ async function run(handler, ctx) {
     } catch (e) {
       throw new Error(`the handler's result is not JSON: ${e.message}`);
     }
-    port.postMessage({ type: 'done', ok: true, json });
+    send({ type: 'done', call, ok: true, json });
   } catch (e) {
-    port.postMessage({ type: 'done', ok: false, error: shape(e) });
+    send({ type: 'done', call, ok: false, error: shape(e) });
+  } finally {
+    if (running === call) running = undefined;
   }
 }
 
-let handler;
-try {
-  handler = load();
-  port.postMessage({ type: 'ready' });
-} catch (e) {
-  port.postMessage({ type: 'failed', error: shape(e) });
-}
+// An error no one caught (a refused connection's 'error' event, a rejection left alone) fails the
+// call it came from (or the one running); the service then stops this process, whose state is no
+// longer known.
+// Between calls, no call is there to fail: the process ends, and the service leaves it out of its pool.
+const fatal = (e) => {
+  if (running === undefined) process.exit(70);
+  send({ type: 'done', call: current.getStore() ?? running, ok: false, fatal: true, error: shape(e) });
+};
+process.on('uncaughtException', fatal);
+process.on('unhandledRejection', fatal);
 
-port.on('message', (m) => {
+let handler;
+process.on('message', (m) => {
+  if (m === null || typeof m !== 'object') return;
   if (m.type === 'answer') {
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
     if (m.ok) p.resolve(m.value);
     else p.reject(answeredError(m.error));
+  } else if (m.type === 'load' && !handler) {
+    try {
+      handler = load(m.file, m.code);
+      send({ type: 'ready' });
+    } catch (e) {
+      send({ type: 'failed', error: shape(e) });
+    }
   } else if (m.type === 'call' && handler) {
-    void run(handler, m.ctx);
+    current.run(m.call, () => void run(handler, m.call, m.ctx));
   }
 });
