@@ -1,32 +1,22 @@
 // Simulation and gas estimation of UserOperations against the real EntryPoint on anvil: what they
 // accept lands on chain as estimated; what they refuse carries the ERC's code.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, parseAbi, parseEventLogs, type Address, type Hex } from 'viem';
-import { generatePrivateKey, privateKeyToAccount, type LocalAccount } from 'viem/accounts';
-import { ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../../../src/chains/evm/aa/canonical.js';
+import { parseEventLogs, type Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
 import { USEROP_CODES, UserOpError } from '../../../../src/chains/evm/aa/errors.js';
-import {
-  approvalTypedData,
-  paymasterData,
-  paymasterDeployment,
-  relayerPaymasterAbi,
-  STUB_SIGNATURE,
-  type Window,
-} from '../../../../src/chains/evm/aa/paymaster.js';
+import { paymasterDeployment, type Window } from '../../../../src/chains/evm/aa/paymaster.js';
 import { entryPointAbi, estimateGas, FailedOpError, judgeValidation, simulateValidation } from '../../../../src/chains/evm/aa/simulate.js';
-import { packUserOp, userOpHash, type UserOp } from '../../../../src/chains/evm/aa/userop.js';
-import { createEvmRpc, type EvmRpc } from '../../../../src/chains/evm/rpc-client.js';
-import { startAaChain, type AaChain } from './support.js';
+import { packUserOp, userOpHash } from '../../../../src/chains/evm/aa/userop.js';
+import type { EvmRpc } from '../../../../src/chains/evm/rpc-client.js';
+import { gaslessKit, startAaChain, type AaChain, type GaslessKit } from './support.js';
 
 const RELAYER = 1;
 const BUNDLER = 2;
 const OTHER = 3;
-/** viem's dummy signature for Simple7702Account, used when estimating. */
-const DUMMY_SIGNATURE: Hex =
-  '0xfffffffffffffffffffffffffffffff0000000000000000000000000000000007aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1c';
-const accountAbi = parseAbi(['function execute(address target, uint256 value, bytes data)']);
 
 let c: AaChain;
+let kit: GaslessKit;
 let rpc: EvmRpc;
 let pm: Address;
 let target: Address;
@@ -34,55 +24,14 @@ afterAll(() => c?.anvil.stop());
 
 beforeAll(async () => {
   c = await startAaChain();
-  rpc = createEvmRpc([{ url: c.anvil.url }], { retries: 0 });
-  target = await c.recorder();
-  const relayer = c.account(RELAYER).address;
-  const d = paymasterDeployment(ENTRY_POINT_V08, relayer, relayer);
-  await c.pub.waitForTransactionReceipt({ hash: await c.wallet(RELAYER).sendTransaction({ to: d.to, data: d.data }) });
-  await c.pub.waitForTransactionReceipt({
-    hash: await c.wallet(RELAYER).writeContract({ address: d.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
-  });
-  pm = d.address;
+  kit = await gaslessKit(c, RELAYER);
+  ({ rpc, pm, target } = kit);
 });
 
 const soon = (): Window => ({ validUntil: Math.floor(Date.now() / 1000) + 600, validAfter: 0 });
-
-/** A fresh 0-ETH EOA's first operation: it becomes a Simple7702Account in the bundle that carries it. */
-async function firstOp(): Promise<{ user: LocalAccount; op: UserOp }> {
-  const user = privateKeyToAccount(generatePrivateKey());
-  const authorization = await user.signAuthorization!({ address: SIMPLE_7702_ACCOUNT, chainId: c.chain.id, nonce: 0 });
-  const block = await c.pub.getBlock();
-  const op: UserOp = {
-    sender: user.address,
-    nonce: 0n,
-    factory: '0x7702',
-    factoryData: '0x',
-    authorization,
-    callData: encodeFunctionData({ abi: accountAbi, functionName: 'execute', args: [target, 0n, '0x'] }),
-    callGasLimit: 0n,
-    verificationGasLimit: 0n,
-    preVerificationGas: 0n,
-    maxFeePerGas: block.baseFeePerGas! * 2n + 1_000_000_000n,
-    maxPriorityFeePerGas: 1_000_000_000n,
-    paymaster: pm,
-    paymasterData: paymasterData(soon(), STUB_SIGNATURE),
-    signature: DUMMY_SIGNATURE,
-  };
-  return { user, op };
-}
-
-/** The relayer approves, then the user signs: the order the ERC-7677 flow has. */
-async function sign(op: UserOp, user: LocalAccount, w = soon(), approver = c.account(RELAYER)): Promise<UserOp> {
-  const typed = approvalTypedData(packUserOp(op), pm, c.chain.id, w);
-  const approved = { ...op, paymasterData: paymasterData(w, await approver.signTypedData(typed)) };
-  return { ...approved, signature: await user.sign!({ hash: userOpHash(approved, '0.8', c.chain.id) }) };
-}
-
-async function estimated(): Promise<{ user: LocalAccount; op: UserOp }> {
-  const { user, op } = await firstOp();
-  const gas = await estimateGas(rpc, op, '0.8');
-  return { user, op: { ...op, ...gas } };
-}
+const firstOp = () => kit.firstOp();
+const sign = (...a: Parameters<GaslessKit['sign']>) => kit.sign(...a);
+const estimated = () => kit.estimated();
 
 describe('simulation and estimation on the EntryPoint v0.8', () => {
   it("estimates a fresh EIP-7702 account's operation from viem's dummy signature; signed, it passes validation and lands", async () => {

@@ -11,7 +11,20 @@ import {
   type PublicClient,
   type WalletClient,
 } from 'viem';
-import { mnemonicToAccount, type LocalAccount } from 'viem/accounts';
+import { encodeFunctionData, parseAbi } from 'viem';
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount, type LocalAccount } from 'viem/accounts';
+import { ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../../../src/chains/evm/aa/canonical.js';
+import {
+  approvalTypedData,
+  paymasterData,
+  paymasterDeployment,
+  relayerPaymasterAbi,
+  STUB_SIGNATURE,
+  type Window,
+} from '../../../../src/chains/evm/aa/paymaster.js';
+import { estimateGas } from '../../../../src/chains/evm/aa/simulate.js';
+import { packUserOp, userOpHash, type UserOp } from '../../../../src/chains/evm/aa/userop.js';
+import { createEvmRpc, type EvmRpc } from '../../../../src/chains/evm/rpc-client.js';
 import { ANVIL_DEFAULT_MNEMONIC, startAnvil, type AnvilInstance } from '../../../../src/chains/evm/anvil.js';
 import { placeCanonicalContracts } from '../../../../src/chains/evm/aa/canonical.js';
 
@@ -58,4 +71,72 @@ export async function startAaChain(chainId = 31337): Promise<AaChain> {
       return r.contractAddress!;
     },
   };
+}
+
+/** viem's dummy signature for Simple7702Account, used when estimating. */
+export const DUMMY_SIGNATURE: Hex =
+  '0xfffffffffffffffffffffffffffffff0000000000000000000000000000000007aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1c';
+const accountAbi = parseAbi(['function execute(address target, uint256 value, bytes data)']);
+
+export type GaslessKit = {
+  rpc: EvmRpc;
+  /** The paymaster of dev account `relayer` (its owner and signer) at EntryPoint v0.8, with 1 ETH deposited. */
+  pm: Address;
+  target: Address;
+  /** A fresh 0-ETH EOA's first operation (factory 0x7702, signed authorization, dummy signatures), calling the target. */
+  firstOp(): Promise<{ user: LocalAccount; op: UserOp }>;
+  /** The relayer approves, then the user signs: the order the ERC-7677 flow has. */
+  sign(op: UserOp, user: LocalAccount, w?: Window, approver?: LocalAccount): Promise<UserOp>;
+  /** firstOp with estimated gas limits. */
+  estimated(): Promise<{ user: LocalAccount; op: UserOp }>;
+};
+
+export async function gaslessKit(c: AaChain, relayer: number): Promise<GaslessKit> {
+  const rpc = createEvmRpc([{ url: c.anvil.url }], { retries: 0 });
+  const target = await c.recorder();
+  const owner = c.account(relayer).address;
+  const d = paymasterDeployment(ENTRY_POINT_V08, owner, owner);
+  await c.pub.waitForTransactionReceipt({ hash: await c.wallet(relayer).sendTransaction({ to: d.to, data: d.data }) });
+  await c.pub.waitForTransactionReceipt({
+    hash: await c.wallet(relayer).writeContract({ address: d.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
+  });
+  const pm = d.address;
+  const soon = (): Window => ({ validUntil: Math.floor(Date.now() / 1000) + 600, validAfter: 0 });
+  const kit: GaslessKit = {
+    rpc,
+    pm,
+    target,
+    async firstOp() {
+      const user = privateKeyToAccount(generatePrivateKey());
+      const authorization = await user.signAuthorization!({ address: SIMPLE_7702_ACCOUNT, chainId: c.chain.id, nonce: 0 });
+      const block = await c.pub.getBlock();
+      const op: UserOp = {
+        sender: user.address,
+        nonce: 0n,
+        factory: '0x7702',
+        factoryData: '0x',
+        authorization,
+        callData: encodeFunctionData({ abi: accountAbi, functionName: 'execute', args: [target, 0n, '0x'] }),
+        callGasLimit: 0n,
+        verificationGasLimit: 0n,
+        preVerificationGas: 0n,
+        maxFeePerGas: block.baseFeePerGas! * 2n + 1_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+        paymaster: pm,
+        paymasterData: paymasterData(soon(), STUB_SIGNATURE),
+        signature: DUMMY_SIGNATURE,
+      };
+      return { user, op };
+    },
+    async sign(op, user, w = soon(), approver = c.account(relayer)) {
+      const typed = approvalTypedData(packUserOp(op), pm, c.chain.id, w);
+      const approved = { ...op, paymasterData: paymasterData(w, await approver.signTypedData(typed)) };
+      return { ...approved, signature: await user.sign!({ hash: userOpHash(approved, '0.8', c.chain.id) }) };
+    },
+    async estimated() {
+      const { user, op } = await kit.firstOp();
+      return { user, op: { ...op, ...(await estimateGas(rpc, op, '0.8')) } };
+    },
+  };
+  return kit;
 }
