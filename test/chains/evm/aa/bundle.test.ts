@@ -2,8 +2,12 @@
 // accepted is dropped with the EntryPoint's reason and the others land; outcomes come from the logs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFunctionData, parseAbi, toFunctionSelector } from 'viem';
+import { mnemonicToAccount } from 'viem/accounts';
+import { ANVIL_DEFAULT_MNEMONIC } from '../../../../src/chains/evm/anvil.js';
+import { authorizationToJson, unsignedTransaction } from '../../../../src/chains/evm/unsigned.js';
+import { createLocalSigner, type EvmSigner } from '../../../../src/signers/index.js';
 import { relayerPaymasterAbi } from '../../../../src/chains/evm/aa/paymaster.js';
-import { ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
+import { ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../../../src/chains/evm/aa/canonical.js';
 import { outcomesOf, prepareBundle } from '../../../../src/chains/evm/aa/bundle.js';
 import { simulateValidation } from '../../../../src/chains/evm/aa/simulate.js';
 import { userOpHash } from '../../../../src/chains/evm/aa/userop.js';
@@ -87,5 +91,37 @@ describe('bundles', () => {
     const stale = await kit.sign({ ...op, nonce: 9n }, user);
     const bundle = await prepareBundle(kit.rpc, '0.8', [{ id: 'x', op: stale }], c.account(RELAYER).address, BENEFICIARY);
     expect(bundle).toMatchObject({ items: [], dropped: [{ id: 'x', reason: 'AA25 invalid account nonce' }], data: '0x' });
+  });
+});
+
+describe("the EVM pipeline's transaction for a bundle", () => {
+  it("is type 4 when the request carries authorizations, signed by the project's signer, and lands", async () => {
+    const { user, op } = await kit.estimated();
+    const signed = await kit.sign(op, user);
+    const relayer = c.account(RELAYER);
+    const bundle = await prepareBundle(kit.rpc, '0.8', [{ id: 'p', op: signed }], relayer.address, BENEFICIARY);
+    const signer = createLocalSigner(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: RELAYER }).getHdKey().privateKey!, 'evm') as EvmSigner;
+    expect(signer.address).toBe(relayer.address);
+    const authorizations = bundle.authorizationList.map(authorizationToJson);
+    const block = await c.pub.getBlock();
+    const fees = { maxFeePerGas: block.baseFeePerGas! * 2n + 1n, maxPriorityFeePerGas: 1n };
+    const body = {
+      chainId: c.chain.id,
+      nonce: await c.pub.getTransactionCount({ address: relayer.address }),
+      gas: bundle.gasLimit,
+      to: ENTRY_POINT_V08,
+      value: 0n,
+      data: bundle.data,
+    };
+    const unsigned = unsignedTransaction(body, fees, authorizations);
+    expect(unsigned.type).toBe('eip7702');
+    expect(unsignedTransaction(body, fees).type).toBe('eip1559');
+    expect(unsignedTransaction(body, { gasPrice: 5n }, authorizations)).toMatchObject({ type: 'eip7702', maxFeePerGas: 5n, maxPriorityFeePerGas: 5n });
+    const { raw, hash } = await signer.signTransaction(unsigned);
+    expect(await c.pub.sendRawTransaction({ serializedTransaction: raw })).toBe(hash);
+    const receipt = await c.pub.waitForTransactionReceipt({ hash });
+    expect(receipt.type).toBe('eip7702');
+    expect(outcomesOf(receipt.logs, '0.8').get(userOpHash(signed, '0.8', c.chain.id))?.success).toBe(true);
+    expect(await c.pub.getCode({ address: user.address })).toBe(`0xef0100${SIMPLE_7702_ACCOUNT.slice(2).toLowerCase()}`);
   });
 });
