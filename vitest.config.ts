@@ -9,6 +9,7 @@ const UNIT = [
   'test/api/rest/plugins.test.ts',
   'test/api/rest/operations.test.ts',
   'test/chains/evm/decide.test.ts',
+  'test/chains/evm/aa/userop.test.ts',
   'test/chains/solana/decide.test.ts',
   'test/chains/stellar/decide.test.ts',
   'test/core/access/permissions.test.ts',

@@ -1,7 +1,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './core/settings.js';
-import { startAnvil } from './chains/evm/anvil.js';
+import { ANVIL_DEPLOYER_PRIVATE_KEY, startAnvil } from './chains/evm/anvil.js';
+import { placeCanonicalContracts } from './chains/evm/aa/canonical.js';
 import type { Logger } from './lib/log.js';
 
 /** The network name the default config gives its local chain; DEVNET points it at anvil. */
@@ -31,6 +32,13 @@ export async function startDevnet(config: Config, port: number, dataDir: string,
   if (anvil.process.pid) await writeFile(pidFile, String(anvil.process.pid));
   network.rpcUrls = [{ url: anvil.url, weight: 100 }];
   log.info({ url: anvil.url, chainId: anvil.chainId }, 'devnet (anvil) started');
+  // EntryPoint v0.7, v0.8 and Simple7702Account where ERC-4337 clients expect them (once: the chain is kept).
+  try {
+    const placed = await placeCanonicalContracts(anvil.url, ANVIL_DEPLOYER_PRIVATE_KEY);
+    if (placed.length) log.info({ placed }, 'devnet: ERC-4337 contracts placed at their canonical addresses');
+  } catch (e) {
+    log.warn({ err: (e as Error).message }, 'devnet: the ERC-4337 contracts could not be placed; gasless calls will fail');
+  }
   return anvil;
 }
 

@@ -24,6 +24,12 @@ it('the default config relays on its devnet at once, and the devnet keeps its ch
   config.signers[0].config.path = path.join(ROOT, config.signers[0].config.path);
   svc = await startTestService({ config: () => config, env: { DEVNET: 'true', DEVNET_PORT: String(await freePort()) } });
   expect(await sendAndConfirm(svc)).toBe(0);
+  // The ERC-4337 contracts are where clients look for them.
+  for (const at of ['0x0000000071727De22E5E9d8BAf0edAc6f37da032', '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108', '0xe6Cae83BdE06E4c305530e199D7217f42808555B']) {
+    const res = await svc.request('POST', '/api/v1/relayers/devnet-relayer/rpc', { jsonrpc: '2.0', id: 1, method: 'eth_getCode', params: [at, 'latest'] });
+    const body = await res.json();
+    expect(body.result.length, at).toBeGreaterThan(1000);
+  }
   svc = await svc.restart();
   expect(await sendAndConfirm(svc)).toBe(1);
 });

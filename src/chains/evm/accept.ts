@@ -12,6 +12,7 @@ import { maxPricePerGas, requestFees } from './pricing.js';
 import { RpcError } from './rpc-client.js';
 import { slot } from '../../core/state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
+import type { AuthorizationJson } from './unsigned.js';
 
 export { TRANSFER_GAS };
 
@@ -27,6 +28,8 @@ export interface EvmPayload {
   maxPriorityFeePerGas: string | null;
   speed: EvmRequest['speed'] | null;
   validUntil: string;
+  /** EIP-7702 authorizations to carry (a bundle's, src/chains/evm/aa): signed as a type-4 transaction. */
+  authorizationList?: AuthorizationJson[];
 }
 
 export function evmContextOrRefuse(rt: Runtime, relayer: Relayer): EvmContext {

@@ -12,6 +12,8 @@ export const ANVIL_DEFAULT_CHAIN_ID = 31337;
  */
 export const ANVIL_DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 export const ANVIL_DEV_PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+/** Account #9 of that mnemonic: pays for placing shared contracts, leaving #0's nonces to relayers. */
+export const ANVIL_DEPLOYER_PRIVATE_KEY = '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6';
 
 export type AnvilOptions = {
   /** 0 or undefined = pick a free port. */

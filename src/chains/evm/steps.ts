@@ -2,7 +2,7 @@
 // broadcasting, for one relayer's leased transactions at a time; what each answer means is
 // decided in decide.ts, and the core writes every row.
 import { signerFor } from '../../core/signers.js';
-import type { Address, Hex, TransactionSerializable } from 'viem';
+import type { Address, Hex } from 'viem';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Decision, Steps } from '../../core/transactions/pipeline.js';
 import { moveToNewNonce } from '../../core/transactions/store.js';
@@ -58,6 +58,7 @@ import {
 } from './pricing.js';
 import { RpcError, RpcUnavailableError } from './rpc-client.js';
 import { readState, type Broadcast } from './state.js';
+import { unsignedTransaction } from './unsigned.js';
 import { lineLevel, othersInFlight, placeInLine, untilMined, watchMined } from './watch.js';
 
 /** Steps of at least this many rows wait for their broadcasts to be mined (see decide)... */
@@ -367,9 +368,7 @@ async function sign(rt: Runtime, ctx: EvmContext, w: Work, q: Queue): Promise<Ev
   const body = noop
     ? { to: ctx.relayer.address as Address, value: 0n, ...base }
     : { to: (w.tx.to ?? undefined) as Address | undefined, value, data: (w.tx.data ?? undefined) as Hex | undefined, ...base };
-  const unsigned = (
-    'gasPrice' in fees ? { type: 'legacy', gasPrice: fees.gasPrice, ...body } : { type: 'eip1559', ...fees, ...body }
-  ) as TransactionSerializable;
+  const unsigned = unsignedTransaction(body, fees, noop ? undefined : readPayload(w.tx.request).authorizationList);
   const { raw, hash, signature } = await ctx.signer.signTransaction(unsigned);
   // The signing path it is on (its crash points), as recordSigning will file it.
   const filed = { kind: noop ? 'noop' : 'payload', version: noop ? undefined : w.st.version, nonce: nonceOf(w).toString() } as Broadcast;

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { createPublicClient, http } from 'viem';
 import {
   ANVIL_DEFAULT_MNEMONIC,
+  ANVIL_DEPLOYER_PRIVATE_KEY,
   ANVIL_DEV_ADDRESS,
   ANVIL_DEV_PRIVATE_KEY,
   anvilBinaryPath,
@@ -21,6 +22,7 @@ describe('startAnvil', () => {
     expect(ANVIL_DEFAULT_MNEMONIC.split(' ')).toHaveLength(12);
     expect(ANVIL_DEV_ADDRESS).toBe('0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266');
     expect(privateKeyToAccount(ANVIL_DEV_PRIVATE_KEY).address).toBe(ANVIL_DEV_ADDRESS);
+    expect(privateKeyToAccount(ANVIL_DEPLOYER_PRIVATE_KEY).address).toBe(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 9 }).address);
     expect(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC).address).toBe(ANVIL_DEV_ADDRESS);
     expect(anvilBinaryPath()).toMatch(/anvil(\.exe)?$/);
   });

@@ -1,0 +1,111 @@
+// A bundle: accepted operations of one EntryPoint in one handleOps, checked again just before it is
+// sent (an operation valid at acceptance can be invalid now: its nonce used, its deposit spent), and
+// read back from the mined transaction's logs.
+import { encodeFunctionData, parseEventLogs, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
+import { entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
+import { delegateOf, ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
+
+export type BundleItem = { id: string; op: UserOp };
+
+export type Bundle = {
+  items: BundleItem[];
+  dropped: { id: string; reason: string }[];
+  /** handleOps(ops, beneficiary); empty when every operation was dropped. */
+  data: Hex;
+  /** The operations' EIP-7702 authorizations, for a type-4 transaction (empty: an ordinary one). */
+  authorizationList: SignedAuthorization[];
+  gasLimit: bigint;
+};
+
+export const handleOpsData = (ops: UserOp[], beneficiary: Address): Hex =>
+  encodeFunctionData({ abi: entryPointAbi, functionName: 'handleOps', args: [ops.map(packUserOp), beneficiary] });
+
+/**
+ * Gas for the bundle transaction: every operation's limits (the EntryPoint refuses a bundle that
+ * cannot give each its limits), its preVerificationGas (which covers the intrinsic and calldata
+ * gas), and the EntryPoint's own work around them.
+ */
+export function bundleGasLimit(ops: UserOp[]): bigint {
+  let gas = 50_000n;
+  for (const op of ops) {
+    gas +=
+      op.preVerificationGas +
+      op.verificationGasLimit +
+      op.callGasLimit +
+      (op.paymasterVerificationGasLimit ?? 0n) +
+      (op.paymasterPostOpGasLimit ?? 0n) +
+      20_000n;
+  }
+  return gas;
+}
+
+/** The senders' code as the bundle's authorizations will make it: an eth_call carries no authorization list. */
+async function delegations(rpc: Rpc, ops: UserOp[]): Promise<Record<string, { code: Hex }>> {
+  const out: Record<string, { code: Hex }> = {};
+  for (const op of ops) {
+    if (!op.authorization) continue;
+    const code = await rpc.request<Hex>('eth_getCode', [op.sender, 'latest']);
+    if (delegateOf(code)?.toLowerCase() !== op.authorization.address.toLowerCase())
+      out[op.sender] = { code: `0xef0100${op.authorization.address.slice(2)}` as Hex };
+  }
+  return out;
+}
+
+/**
+ * Builds the bundle of `items` (in order) as `from` would send it: handleOps is run by eth_call,
+ * and while the EntryPoint refuses an operation (FailedOp(index)) that one is dropped with its
+ * reason and the rest tried again.
+ */
+export async function prepareBundle(rpc: Rpc, version: EntryPointVersion, items: BundleItem[], from: Address, beneficiary: Address): Promise<Bundle> {
+  let left = [...items];
+  const dropped: Bundle['dropped'] = [];
+  while (left.length > 0) {
+    const ops = left.map((i) => i.op);
+    const data = handleOpsData(ops, beneficiary);
+    const gasLimit = bundleGasLimit(ops);
+    try {
+      await rpc.request('eth_call', [{ from, to: ENTRY_POINTS[version], data, gas: `0x${gasLimit.toString(16)}` }, 'latest', await delegations(rpc, ops)]);
+      const authorizationList = ops.flatMap((o) => (o.authorization ? [o.authorization] : []));
+      return { items: left, dropped, data, authorizationList, gasLimit };
+    } catch (e) {
+      const failure = entryPointFailure(e);
+      if (!(failure instanceof FailedOpError) || failure.index >= left.length) throw failure;
+      dropped.push({ id: left[failure.index]!.id, reason: failure.message });
+      left = left.filter((_, k) => k !== failure.index);
+    }
+  }
+  return { items: [], dropped, data: '0x', authorizationList: [], gasLimit: 0n };
+}
+
+export type OpOutcome = {
+  userOpHash: Hex;
+  sender: Address;
+  success: boolean;
+  actualGasCost: bigint;
+  actualGasUsed: bigint;
+  /** The call's revert data, when it reverted. */
+  revertReason?: Hex;
+};
+
+/** Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs. */
+export function outcomesOf(logs: Log[], version: EntryPointVersion): Map<string, OpOutcome> {
+  const ep = ENTRY_POINTS[version].toLowerCase();
+  const mine = logs.filter((l) => l.address.toLowerCase() === ep);
+  const reasons = new Map<string, Hex>();
+  for (const l of parseEventLogs({ abi: entryPointAbi, logs: mine, eventName: 'UserOperationRevertReason' })) {
+    reasons.set(l.args.userOpHash.toLowerCase(), l.args.revertReason);
+  }
+  const out = new Map<string, OpOutcome>();
+  for (const l of parseEventLogs({ abi: entryPointAbi, logs: mine, eventName: 'UserOperationEvent' })) {
+    const h = l.args.userOpHash.toLowerCase();
+    out.set(h, {
+      userOpHash: l.args.userOpHash,
+      sender: l.args.sender,
+      success: l.args.success,
+      actualGasCost: l.args.actualGasCost,
+      actualGasUsed: l.args.actualGasUsed,
+      ...(reasons.has(h) ? { revertReason: reasons.get(h) } : {}),
+    });
+  }
+  return out;
+}

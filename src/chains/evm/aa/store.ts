@@ -1,0 +1,76 @@
+// The durable record of UserOperations a relayer's bundler accepted: one row per (chain, EntryPoint,
+// hash), whatever the number of times or instances it was sent to.
+import type { Database } from '../../../db/client.js';
+import type { UserOperation as UserOpRow } from '../../../generated/prisma/client.js';
+
+export type { UserOpRow };
+
+export type NewUserOp = {
+  relayerId: string;
+  chainId: number;
+  entryPoint: string;
+  hash: string;
+  sender: string;
+  nonce: bigint;
+  operation: Record<string, unknown>;
+};
+
+/**
+ * Keeps an accepted operation. The same operation again (by any instance, at once or later) finds
+ * the first row: `created` tells which. Hashes are stored lower-case, as clients write them.
+ */
+export async function keepUserOp(db: Database, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
+  const key = { chainId: op.chainId, entryPoint: op.entryPoint.toLowerCase(), hash: op.hash.toLowerCase() };
+  const { count } = await db.prisma.userOperation.createMany({
+    data: [{ ...key, relayerId: op.relayerId, sender: op.sender, nonce: op.nonce.toString(), operation: op.operation as never }],
+    skipDuplicates: true,
+  });
+  const row = await db.prisma.userOperation.findUnique({ where: { chainId_entryPoint_hash: key } });
+  if (!row) throw new Error(`user operation ${key.hash} vanished after it was written`);
+  return { row, created: count === 1 };
+}
+
+export function userOpByHash(db: Database, chainId: number, hash: string): Promise<UserOpRow | null> {
+  return db.prisma.userOperation.findFirst({ where: { chainId, hash: hash.toLowerCase() } });
+}
+
+/** A relayer's operations waiting for a bundle, oldest first. */
+export function pendingUserOps(db: Database, relayerId: string, entryPoint: string, limit: number): Promise<UserOpRow[]> {
+  return db.prisma.userOperation.findMany({
+    where: { relayerId, entryPoint: entryPoint.toLowerCase(), status: 'pending' },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    take: limit,
+  });
+}
+
+/** Puts pending operations in the bundle transaction `transactionId`; those no longer pending are left. */
+export async function markSubmitted(db: Database, ids: string[], transactionId: string): Promise<number> {
+  const { count } = await db.prisma.userOperation.updateMany({ where: { id: { in: ids }, status: 'pending' }, data: { status: 'submitted', transactionId } });
+  return count;
+}
+
+/** Ends operations that will not be included, with why. Included ones stay included. */
+export async function markFailed(db: Database, ids: string[], reason: string): Promise<number> {
+  const { count } = await db.prisma.userOperation.updateMany({
+    where: { id: { in: ids }, status: { in: ['pending', 'submitted'] } },
+    data: { status: 'failed', statusReason: reason },
+  });
+  return count;
+}
+
+export type UserOpReceipt = {
+  success: boolean;
+  actualGasCost: string;
+  actualGasUsed: string;
+  transactionHash: string;
+  blockNumber: string;
+  blockHash: string;
+  reason?: string;
+};
+
+export async function markIncluded(db: Database, id: string, receipt: UserOpReceipt): Promise<UserOpRow> {
+  return db.prisma.userOperation.update({
+    where: { id },
+    data: { status: 'included', receipt: receipt as never, statusReason: receipt.success ? null : (receipt.reason ?? 'the call reverted') },
+  });
+}

@@ -1,0 +1,104 @@
+// The user_operations table on both databases: one row per operation however often it is sent,
+// and the status moves only forward.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keccak256, toHex } from 'viem';
+import { keepUserOp, markFailed, markIncluded, markSubmitted, pendingUserOps, userOpByHash, type NewUserOp } from '../../../../src/chains/evm/aa/store.js';
+import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
+import { openDatabase, type Database } from '../../../../src/db/client.js';
+import { createTestDatabase, databaseKinds } from '../../../support/postgres.js';
+import { openTestPglite } from '../../../support/pglite.js';
+
+describe.each(await databaseKinds())('user operations on %s', (kind) => {
+  let db: Database;
+  let drop: (() => Promise<void>) | undefined;
+  let txId: string;
+
+  beforeAll(async () => {
+    if (kind === 'postgres') {
+      const pg = await createTestDatabase();
+      drop = pg.drop;
+      db = await openDatabase({ databaseUrl: pg.url });
+    } else {
+      db = await openTestPglite();
+    }
+    await db.prisma.relayer.create({
+      data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },
+    });
+    txId = (
+      await db.prisma.transaction.create({ data: { relayerId: 'r', networkType: 'evm', from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', request: {} } })
+    ).id;
+  });
+  afterAll(async () => {
+    await db?.close();
+    await drop?.();
+  });
+
+  let n = 0;
+  const op = (over: Partial<NewUserOp> = {}): NewUserOp => {
+    n++;
+    return {
+      relayerId: 'r',
+      chainId: 31337,
+      entryPoint: ENTRY_POINT_V08,
+      hash: keccak256(toHex(`op ${n}`)),
+      sender: '0x1111111111111111111111111111111111111111',
+      nonce: BigInt(n),
+      operation: { sender: '0x1111111111111111111111111111111111111111', nonce: toHex(n) },
+      ...over,
+    };
+  };
+
+  it('the same operation sent again, or many times at once, is one row', async () => {
+    const o = op();
+    const first = await keepUserOp(db, o);
+    expect(first.created).toBe(true);
+    expect(first.row).toMatchObject({
+      status: 'pending',
+      hash: o.hash,
+      entryPoint: ENTRY_POINT_V08.toLowerCase(),
+      nonce: o.nonce.toString(),
+      operation: o.operation,
+    });
+    const again = await keepUserOp(db, { ...o, hash: o.hash.toUpperCase().replace('0X', '0x') });
+    expect(again).toEqual({ row: first.row, created: false });
+
+    const o2 = op();
+    const racing = await Promise.all(Array.from({ length: 6 }, () => keepUserOp(db, o2)));
+    expect(racing.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.row.id)).size).toBe(1);
+    expect(await db.prisma.userOperation.count({ where: { hash: o2.hash } })).toBe(1);
+  });
+
+  it('the same hash at another EntryPoint or chain is another operation', async () => {
+    const o = op();
+    await keepUserOp(db, o);
+    expect((await keepUserOp(db, { ...o, entryPoint: ENTRY_POINT_V07 })).created).toBe(true);
+    expect((await keepUserOp(db, { ...o, chainId: 1 })).created).toBe(true);
+    expect((await userOpByHash(db, 1, o.hash))?.chainId).toBe(1);
+  });
+
+  it('pending, then submitted in a transaction, then included or failed', async () => {
+    await db.prisma.userOperation.updateMany({ where: { status: 'pending' }, data: { status: 'failed' } });
+    const [a, b, c] = [op(), op(), op()];
+    for (const o of [a, b, c]) await keepUserOp(db, o);
+    const pending = await pendingUserOps(db, 'r', ENTRY_POINT_V08, 10);
+    expect(pending.map((p) => p.hash)).toEqual([a.hash, b.hash, c.hash]);
+    expect(await pendingUserOps(db, 'r', ENTRY_POINT_V07, 10)).toEqual([]);
+    expect(await pendingUserOps(db, 'r', ENTRY_POINT_V08, 2)).toHaveLength(2);
+
+    const [ra, rb, rc] = pending;
+    expect(await markFailed(db, [rc!.id], 'AA25 invalid account nonce')).toBe(1);
+    expect(await markSubmitted(db, [ra!.id, rb!.id, rc!.id], txId)).toBe(2);
+    expect(await pendingUserOps(db, 'r', ENTRY_POINT_V08, 10)).toEqual([]);
+
+    const receipt = { success: true, actualGasCost: '1000', actualGasUsed: '100', transactionHash: '0xaa', blockNumber: '7', blockHash: '0xbb' };
+    const included = await markIncluded(db, ra!.id, receipt);
+    expect(included).toMatchObject({ status: 'included', transactionId: txId, receipt, statusReason: null });
+    expect(await markFailed(db, [ra!.id, rb!.id], 'the bundle was dropped')).toBe(1);
+    expect(await userOpByHash(db, 31337, b.hash)).toMatchObject({ status: 'failed', statusReason: 'the bundle was dropped' });
+    expect(await userOpByHash(db, 31337, c.hash)).toMatchObject({ status: 'failed', statusReason: 'AA25 invalid account nonce', transactionId: null });
+    expect(
+      (await db.prisma.transaction.findUnique({ where: { id: txId }, include: { userOperations: true } }))?.userOperations.map((u) => u.hash).sort(),
+    ).toEqual([a.hash, b.hash].sort());
+  });
+});
