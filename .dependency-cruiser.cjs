@@ -39,6 +39,13 @@ module.exports = {
       from: { path: '^src/(lib|db|signers)/' },
       to: { path: '^src/(core|chains|api|config|metrics)/' },
     },
+    {
+      name: 'custodies-handed-down',
+      comment: 'The custody list is read by the composition root only, and handed down (rt.signers.custodies).',
+      severity: 'error',
+      from: { pathNot: ROOT },
+      to: { path: '^src/signers/list\\.ts$' },
+    },
   ],
   options: {
     tsPreCompilationDeps: true,

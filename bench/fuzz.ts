@@ -1,4 +1,4 @@
-// The hostile-request fuzz of test/api/rest/fuzz.test.ts (test/support/hostile.ts) at any size: NUL
+// The hostile-request fuzz of test/e2e/rest-fuzz.test.ts (test/support/hostile.ts) at any size: NUL
 // bytes, lone surrogates, inexact numbers, wrong content types, deep and large bodies at every REST
 // route; every one must be refused in the envelope and store nothing. In process, on PGlite.
 //
@@ -23,7 +23,7 @@ try {
     app: svc.app,
     rt: svc.rt,
     apiKey: svc.apiKey,
-    routes: restRoutes(svc.rt.families),
+    routes: restRoutes(svc.rt.families, svc.rt.signers.custodies),
     cases,
     concurrency: Number(values.concurrency),
     seed: values.seed ? Number(values.seed) : undefined,

@@ -19,7 +19,7 @@ import { awsKms } from '../src/signers/aws-kms/index.js';
 import { pkcs11 } from '../src/signers/pkcs11/index.js';
 import { custodySigner } from '../src/signers/remote.js';
 import type { KeyCustody, OpenContext } from '../src/signers/custody.js';
-import { rpc, sendOk, waitStatus } from '../test/chains/evm/support.js';
+import { rpc, sendOk, waitStatus } from '../test/support/evm.js';
 import { evmConfig, startTestService } from '../test/support/service.js';
 import { createToken, SOFTHSM_MODULE } from '../test/support/softhsm.js';
 import { startAwsKmsStandin } from '../test/support/standins/aws-kms.js';

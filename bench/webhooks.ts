@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { claimDeliveries } from '../src/core/notifications/delivery.js';
 import { type Latency, median, seedBacklog, serveOverHttp, serviceLatency, startWithTargets } from '../test/support/backlog.js';
-import { startReceiver } from '../test/core/notifications/receiver.js';
+import { startReceiver } from '../test/support/receiver.js';
 import { evmConfig, startTestService } from '../test/support/service.js';
 
 const { values } = parseArgs({

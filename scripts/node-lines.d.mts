@@ -1,4 +1,4 @@
-// Types of what scripts/node-lines.mjs exports (test/deploy checks the Dockerfile against them).
+// Types of what scripts/node-lines.mjs exports (test/e2e/deploy.test.ts checks the Dockerfile against them).
 export const BUILT_TREE: string[];
 export const PRODUCTION_INSTALL: string[];
 export const START: string[];

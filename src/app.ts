@@ -7,7 +7,7 @@ import { graphqlPost, type ServerContext } from './api/graphql/post.js';
 import { maskError } from './api/graphql/app-error.js';
 import { GRAPHIQL_CSP, graphiql } from './api/graphql/graphiql.js';
 import { limitsPlugin } from './api/graphql/limits.js';
-import { rateLimitPlugin } from './api/graphql/rate-limit.js';
+import { applyRateLimits, rateLimitPlugin } from './api/graphql/rate-limit.js';
 import { useInputRules } from './api/graphql/input.js';
 import { buildSchema } from './api/graphql/schema.js';
 import { authenticator } from './api/auth.js';
@@ -32,7 +32,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * `yogaOnly` sends every /graphql request through yoga (tests compare it with the direct path).
  */
 export function createApp(rt: Runtime, apiKey: string, opts: { yogaOnly?: boolean } = {}): App {
-  const schema = buildSchema(rt.families);
+  const schema = applyRateLimits(buildSchema(rt.families), rt.access.rateLimit);
   const graphiqlPage = graphiql();
   const mask = maskError(rt.log, (code) => httpOf[code].status);
   // A plugin's ctx.api calls: REST requests run in process as the plugin's caller (rest is made below).

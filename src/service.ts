@@ -10,8 +10,7 @@ import { startDevnet } from './devnet.js';
 import type { Env } from './core/settings.js';
 import { createLogger, type Logger } from './lib/log.js';
 import { createEvents } from './core/pubsub.js';
-import { memoryBucket } from './lib/bucket.js';
-import { redisBucket } from './lib/redis-bucket.js';
+import { defaultWindow, rateLimits } from './lib/rate-limits.js';
 import { connectRedis } from './lib/redis.js';
 import { crashAt } from './lib/crash.js';
 import { createState } from './core/state.js';
@@ -27,6 +26,7 @@ import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { closeSigners, signerFor } from './core/signers.js';
 import { followChanges } from './core/follow.js';
+import { custodiesOf } from './signers/custody.js';
 import { CUSTODY_TYPES } from './signers/list.js';
 import { loadPlugins, stopPlugins } from './core/plugins/pool.js';
 
@@ -81,7 +81,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
   const env = { ...given, signerStoreKey: await resolveStoreKey(given) };
   // The chain families offered (chains/list.ts) with their pipelines: everything below derives from them.
   const families = await loadFamilies(FAMILY_SPECS);
-  const custodies = new Map(CUSTODY_TYPES.map((c) => [c.type, c]));
+  const custodies = custodiesOf(CUSTODY_TYPES);
   const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
   // Compiled and loaded once here: a plugin that does not is a config problem, all listed at once.
@@ -115,11 +115,7 @@ export async function startService(given: Env, opts: { log?: Logger; workers?: b
     families,
     signers: { loaded: signers, custodies },
     access: {
-      rateLimit: redis
-        ? redisBucket(redis.publish, env.rateLimit.perSecond, env.rateLimit.burst, undefined, undefined, (err) =>
-            log.warn({ err }, "rate limit: Redis command failed; using this instance's own bucket"),
-          )
-        : memoryBucket(env.rateLimit.perSecond, env.rateLimit.burst),
+      rateLimit: rateLimits(defaultWindow(env.rateLimit.perSecond, env.rateLimit.burst), redis?.publish),
     },
     notifications: {
       events: createEvents(redis, (err) => log.warn({ err }, 'live events: Redis command failed')),

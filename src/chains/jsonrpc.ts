@@ -2,9 +2,8 @@
 // cooldowns. Each chain's client builds on it and says which node errors are worth another
 // endpoint (`isTransient`); every other error is the node's verdict and goes to the caller.
 
+import type { RpcEndpoint } from '../core/rpc-urls.js';
 import { type Answer, PostTimeoutError, postJson } from '../lib/post.js';
-
-export type RpcEndpoint = string | { url: string; weight?: number };
 
 export type JsonRpcParams = unknown[] | Record<string, unknown>;
 
@@ -106,7 +105,7 @@ function weightedShuffle(items: Endpoint[]): Endpoint[] {
 
 type Reply = { result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
 
-export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClientOptions = {}): FailoverJsonRpcClient {
+export function createJsonRpcClient(endpoints: readonly RpcEndpoint[], opts: JsonRpcClientOptions = {}): FailoverJsonRpcClient {
   const label = opts.label ?? 'createJsonRpcClient';
   if (endpoints.length === 0) throw new Error(`${label}: at least one endpoint is required`);
   const timeoutMs = opts.timeoutMs ?? 10_000;
@@ -116,7 +115,7 @@ export function createJsonRpcClient(endpoints: RpcEndpoint[], opts: JsonRpcClien
   const isTransient = opts.isTransient ?? isTransientByCode;
   const checkResult = opts.checkResult ?? (() => true);
   const eps: Endpoint[] = endpoints.map((e, i) => {
-    const { url, weight = 100 } = typeof e === 'string' ? { url: e } : e;
+    const { url, weight } = e;
     let target: URL;
     try {
       target = new URL(url);

@@ -1,5 +1,5 @@
 // Plumbing shared by the non-EVM chain families (Stellar, Solana); the core (core/step-runner.ts) writes their rows.
-import type { RpcEndpoint } from '../core/settings.js';
+import type { RpcEndpoint } from '../core/rpc-urls.js';
 import type { Relayer } from '../generated/prisma/client.js';
 import { RelayerCheckError } from '../core/domain-error.js';
 import type { Runtime } from '../core/runtime.js';
@@ -16,9 +16,10 @@ export function contextForCheck<C>(build: () => C): C {
 }
 
 /** The relayer's own RPC URLs when it has any, else its network's. */
-export function endpointsOf(relayer: Relayer, networkUrls: RpcEndpoint[]): RpcEndpoint[] {
+export function endpointsOf(relayer: Pick<Relayer, 'customRpcUrls'>, networkUrls: RpcEndpoint[]): RpcEndpoint[] {
+  // Kept as the RPC URL schema (core/rpc-urls.ts) gave them: every weight set.
   const custom = relayer.customRpcUrls as RpcEndpoint[] | null;
-  return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : networkUrls;
+  return custom && custom.length > 0 ? custom : networkUrls;
 }
 
 const CLIENT_IDLE_MS = 10 * 60_000;

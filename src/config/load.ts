@@ -4,11 +4,12 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { parseJson } from '../lib/json.js';
 import { networkKey } from '../core/networks.js';
+import { NO_RPC_URLS } from '../core/rpc-urls.js';
 import type { FamilySpecs } from '../core/registry.js';
 import { relayerEntry } from '../core/relayers/entry.js';
 import { parsePolicies } from '../core/relayers/policies.js';
 import type { Custodies } from '../signers/custody.js';
-import type { Config, Network, NotificationConfig, RelayerConfig, RpcEndpoint, SignerConfig } from '../core/settings.js';
+import type { Config, Network, NotificationConfig, RelayerConfig, SignerConfig } from '../core/settings.js';
 import type { PluginConfig } from '../core/plugins/settings.js';
 import { configFile, localConfig, networkEntry, notificationEntry, pluginEntry, signerEntry, type Secret } from './schema.js';
 
@@ -37,9 +38,6 @@ const entryName = (section: string, i: number, raw: unknown) => {
 function issues(where: string, error: z.ZodError): string[] {
   return error.issues.map((i) => `${where}${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`);
 }
-
-const normalizeRpc = (urls: (string | { url: string; weight: number })[] | null | undefined): RpcEndpoint[] =>
-  (urls ?? []).map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
 
 /**
  * Reads and checks the whole file against the chain families offered; every problem is reported at
@@ -130,8 +128,8 @@ export async function loadConfig(
   };
   for (const [key, { where }] of parsedNetworks) {
     const n = resolveNetwork(key, []) as z.infer<typeof networkSchema> & Record<string, unknown>;
-    const rpcUrls = normalizeRpc(n.rpc_urls);
-    if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: at least one RPC URL is required`);
+    const rpcUrls = n.rpc_urls ?? [];
+    if (rpcUrls.length === 0) problems.push(`${where}.rpc_urls: ${NO_RPC_URLS}`);
     for (const field of families.spec(n.type).network.required ?? []) {
       if (n[field] === undefined || n[field] === '') problems.push(`${where}.${field}: required for ${n.type} networks`);
     }
@@ -239,7 +237,7 @@ export async function loadConfig(
       signerId: e.signer_id,
       notificationId: e.notification_id ?? null,
       policies: policies.ok ? policies.value : {},
-      customRpcUrls: e.custom_rpc_urls ? normalizeRpc(e.custom_rpc_urls) : null,
+      customRpcUrls: e.custom_rpc_urls ?? null,
       where,
     });
   });

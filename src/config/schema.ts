@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { rpcUrl } from '../core/networks.js';
+import { NO_RPC_URLS, rpcEntries } from '../core/rpc-urls.js';
 import type { FamilySpecs } from '../core/registry.js';
 import type { NetworkType } from '../core/family-list.js';
 import { urlText } from '../lib/validate.js';
@@ -12,12 +12,10 @@ export const secret = z.union([
 ]);
 export type Secret = z.infer<typeof secret>;
 
-export const rpcConfig = z.object({ url: urlText.url(), weight: z.number().int().min(0).max(100).default(100) }).strict();
-
 const networkBase = {
   network: z.string().min(1),
   from: z.string().min(1).optional(),
-  rpc_urls: z.array(rpcUrl).optional(),
+  rpc_urls: rpcEntries.min(1, NO_RPC_URLS).optional(),
   explorer_urls: z.array(z.string()).optional(),
   average_blocktime_ms: z.number().int().positive().optional(),
   is_testnet: z.boolean().optional(),

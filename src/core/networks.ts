@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { announce } from './changes.js';
-import type { Network, RpcEndpoint } from './settings.js';
+import type { Network } from './settings.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { describeIssues, urlText } from '../lib/validate.js';
+import { describeIssues } from '../lib/validate.js';
+import { NO_RPC_URLS, rpcEntries, type RpcEndpoint } from './rpc-urls.js';
 import { invalid, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
 import { paged, toPage } from './page.js';
@@ -16,9 +17,6 @@ export const networkKey = (type: string, name: string) => `${type}:${name}`;
 export function findNetwork(rt: Pick<Runtime, 'config'>, type: string, name: string): Network | undefined {
   return rt.config.networks.get(networkKey(type, name));
 }
-
-/** An RPC URL as the config file and the API take it: a URL, or a URL with its weight. */
-export const rpcUrl = z.union([urlText.url(), z.object({ url: urlText.url(), weight: z.number().int().min(0).max(100).default(100) }).strict()]);
 
 export const networkNotFound = (id: string) => notFound(`Network with ID ${id} not found`);
 
@@ -61,21 +59,17 @@ export function maskRpcUrl(url: string): string {
 }
 
 export const updateInput = z
-  .object({ rpcUrls: z.array(rpcUrl).min(1, 'must list at least one URL').max(20).nullish().meta({ description: 'URLs, or `{ url, weight }` objects.' }) })
+  .object({ rpcUrls: rpcEntries.min(1, NO_RPC_URLS).nullish().meta({ description: 'URLs, or `{ url, weight }` objects.' }) })
   .strict();
 export type UpdateNetworkInput = { rpcUrls?: unknown[] | null };
 
 export async function updateNetwork(rt: Runtime, id: string, input: UpdateNetworkInput): Promise<NetworkView> {
   // Bad input is refused as such (400) whether or not the network exists.
   const parsed = updateInput.safeParse(input);
-  if (!parsed.success) throw invalid(describeIssues(parsed.error).replace(/^rpcUrls/, 'rpc_urls'));
-  for (const [i, u] of (parsed.data.rpcUrls ?? []).entries()) {
-    const url = typeof u === 'string' ? u : u.url;
-    if (!/^https?:\/\//i.test(url)) throw invalid(`rpc_urls[${i}]: must be an http(s) URL`);
-  }
+  if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const network = getNetwork(rt, id);
-  if (!parsed.data.rpcUrls) return network;
-  const rpcUrls: RpcEndpoint[] = parsed.data.rpcUrls.map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : { url: u.url, weight: u.weight }));
+  const { rpcUrls } = parsed.data;
+  if (!rpcUrls) return network;
   await rt.db.prisma.networkOverride.upsert({
     where: { id },
     create: { id, rpcUrls: rpcUrls as unknown as Prisma.InputJsonArray },

@@ -1,7 +1,7 @@
 import type { PubSub } from 'graphql-yoga';
 import type { Database } from '../db/client.js';
 import type { Transaction } from '../generated/prisma/client.js';
-import type { Bucket } from '../lib/bucket.js';
+import type { RateLimits } from '../lib/rate-limits.js';
 import type { Crash } from '../lib/crash.js';
 import type { Line } from '../lib/line.js';
 import type { Logger } from '../lib/log.js';
@@ -54,12 +54,12 @@ export interface Runtime {
   signers: {
     /** Signers loaded, by signerKey (core/signers.ts). */
     loaded: Map<string, Signer>;
-    /** The key custodies offered besides `local`, handed down from the composition root. */
+    /** The signer types offered besides `local` and `plain` (src/signers/list.ts, read by the composition root only). */
     custodies: Custodies;
   };
   access: {
-    /** The callers' request budgets (rate limits). */
-    rateLimit: Bucket;
+    /** The callers' request budgets: the rate limiters, one per window (lib/rate-limits.ts). */
+    rateLimit: RateLimits;
   };
   notifications: {
     /** Live events for GraphQL subscriptions, through Redis when one is configured. */

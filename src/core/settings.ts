@@ -1,6 +1,7 @@
 // What the service is set up with, as core reads it: the environment's settings and the config
 // file's entries. Declared here, below everything that fills them in (src/config parses both).
 import type { NetworkType } from './family-list.js';
+import type { RpcEndpoint } from './rpc-urls.js';
 import type { PluginConfig } from './plugins/settings.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -86,11 +87,6 @@ export interface Config {
   notifications: NotificationConfig[];
   relayers: RelayerConfig[];
   plugins: PluginConfig[];
-}
-
-export interface RpcEndpoint {
-  url: string;
-  weight: number;
 }
 
 export interface Network {

@@ -4,8 +4,7 @@ import { createLocalSigner, isValidSecp256k1Key, type Signer, type SignerKind } 
 import { decryptKeystore, encryptKeystore, readKeystoreFile } from '../signers/keystore.js';
 import { curveOf, custodySigner, guarded } from '../signers/remote.js';
 import { announce } from './changes.js';
-import { CUSTODY_TYPES } from '../signers/list.js';
-import { CustodyError, type Curve, type CustodyType, type SecretValue } from '../signers/custody.js';
+import { CustodyError, type Curve, type Custodies, type CustodyType, type SecretValue } from '../signers/custody.js';
 import { describeIssues } from '../lib/validate.js';
 import { conflict, invalid, isDomainError, notFound } from './domain-error.js';
 import type { Runtime } from './runtime.js';
@@ -57,22 +56,29 @@ const keyConfig = z
 
 const anyConfig = z.record(z.string(), z.unknown()).meta({ description: "The type's config: see docs/configuration.md#signers." });
 
-// The names offered (signers/list.ts), so the document lists exactly what is accepted.
-const SIGNER_TYPES = ['local', 'plain', ...CUSTODY_TYPES.map((c) => c.type)] as [string, ...string[]];
-const signerType = z.enum(SIGNER_TYPES, { message: `must be one of ${SIGNER_TYPES.join(', ')}` });
+/**
+ * The create and update inputs, naming the types offered (`local`, `plain` and the custodies the
+ * composition root hands down, rt.signers.custodies), so the document lists exactly what is accepted.
+ */
+export function signerInputs(custodies: Custodies) {
+  const types = ['local', 'plain', ...custodies.keys()] as [string, ...string[]];
+  const signerType = z.enum(types, { message: `must be one of ${types.join(', ')}` });
+  return {
+    createInput: z
+      .object({
+        id: signerId.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
+        // "plain" takes a raw key (the reference's name); "local" a keystore, or nothing for a new key.
+        type: signerType.meta({ description: '`local`, `plain`, or the custody holding the key.' }),
+        config: anyConfig.nullish(),
+      })
+      .strict(),
+    updateInput: z.object({ type: signerType.nullish(), config: anyConfig }).strict(),
+  };
+}
 
-export const createInput = z
-  .object({
-    id: signerId.nullish().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
-    // "plain" takes a raw key (the reference's name); "local" a keystore, or nothing for a new key.
-    type: signerType.meta({ description: '`local`, `plain`, or the custody holding the key.' }),
-    config: anyConfig.nullish(),
-  })
-  .strict();
-export const updateInput = z.object({ type: signerType.nullish(), config: anyConfig }).strict();
-
-export type CreateSignerInput = z.input<typeof createInput>;
-export type UpdateSignerInput = z.input<typeof updateInput>;
+type SignerInputs = ReturnType<typeof signerInputs>;
+export type CreateSignerInput = z.input<SignerInputs['createInput']>;
+export type UpdateSignerInput = z.input<SignerInputs['updateInput']>;
 
 async function tombstoned(rt: Runtime, id: string) {
   return !!(await rt.db.prisma.tombstone.findUnique({ where: { kind_id: { kind: 'signer', id } } }));
@@ -251,7 +257,7 @@ async function stored(rt: Runtime, id: string, type: string, config: Record<stri
 }
 
 export async function createSigner(rt: Runtime, input: CreateSignerInput): Promise<SignerView> {
-  const parsed = createInput.safeParse(input);
+  const parsed = signerInputs(rt.signers.custodies).createInput.safeParse(input);
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const id = parsed.data.id ?? crypto.randomUUID();
   storeKey(rt);
@@ -264,7 +270,7 @@ export async function createSigner(rt: Runtime, input: CreateSignerInput): Promi
 /** Replaces the key of a signer no relayer uses (a relayer's address comes from its signer). */
 export async function updateSigner(rt: Runtime, id: string, input: UpdateSignerInput): Promise<SignerView> {
   const current = await getSigner(rt, id);
-  const parsed = updateInput.safeParse(input);
+  const parsed = signerInputs(rt.signers.custodies).updateInput.safeParse(input);
   if (!parsed.success) throw invalid(describeIssues(parsed.error));
   const users = await inUse(rt, id);
   if (users.length) throw invalid(`signer ${id} is used by relayer ${users.join(', ')}: its key cannot change`);

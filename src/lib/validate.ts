@@ -81,6 +81,9 @@ export function readStored<T extends z.ZodObject>(schema: T, stored: unknown): z
   return out as z.output<T>;
 }
 
+/** Base64 text (standard alphabet, padded). */
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 export const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 export const hexData = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex with whole bytes');
 
@@ -168,15 +171,19 @@ export function issueTexts(issues: readonly z.core.$ZodIssue[], prefix = ''): st
   });
 }
 
-// NUL (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not encodable as UTF-8).
-const BAD_TEXT = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/**
+ * Text the database can store, as a JSON Schema pattern (its regular expressions read code points):
+ * no NUL (PostgreSQL text cannot hold it) and no UTF-16 surrogate without its pair (not encodable
+ * as UTF-8). The OpenAPI document puts it on every string and field name it states.
+ */
+export const TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
+const TEXT = new RegExp(TEXT_PATTERN, 'u');
 const MAX_TEXT_ISSUES = 20;
 
 /** Why a string cannot be stored as text, or null when it can: the one rule for every text input. */
 export function textProblem(s: string): string | null {
-  const m = BAD_TEXT.exec(s);
-  if (!m) return null;
-  return m[0] === '\0' ? 'must not contain NUL (\\u0000) characters' : 'must not contain lone UTF-16 surrogates';
+  if (TEXT.test(s)) return null;
+  return s.includes('\0') ? 'must not contain NUL (\\u0000) characters' : 'must not contain lone UTF-16 surrogates';
 }
 
 /** Why text decoded from bytes that were not UTF-8 is refused: it holds U+FFFD where they were. */

@@ -64,5 +64,7 @@ export interface CustodyType<C = any> {
   open(config: C, ctx: OpenContext): KeyCustody | Promise<KeyCustody>;
 }
 
-/** The signer types offered, by type name (built at the composition root from src/signers/list.ts). */
+/** The signer types offered, by type name (built at the composition root from src/signers/list.ts, then handed down). */
 export type Custodies = ReadonlyMap<string, CustodyType>;
+
+export const custodiesOf = (types: readonly CustodyType[]): Custodies => new Map(types.map((c) => [c.type, c]));

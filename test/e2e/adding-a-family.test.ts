@@ -88,7 +88,10 @@ describe('adding a chain family, as docs/architecture.md says', () => {
     writeFileSync(list, `import { tronSpec } from './tron/spec.js';\n${listed}`);
     // Step 3: the schema printed, the sources type-checked.
     await run(process.execPath, ['--import', 'tsx', 'scripts/print-schema.ts'], { cwd: dir });
-    writeFileSync(path.join(dir, 'tsconfig.check.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src'], compilerOptions: { incremental: true, tsBuildInfoFile: 'check.tsbuildinfo' } }));
+    writeFileSync(
+      path.join(dir, 'tsconfig.check.json'),
+      JSON.stringify({ extends: './tsconfig.json', include: ['src'], compilerOptions: { incremental: true, tsBuildInfoFile: 'check.tsbuildinfo' } }),
+    );
     expect(await typecheck(dir)).toBe('');
 
     const schema = readFileSync(path.join(dir, 'schema/schema.graphql'), 'utf8');

@@ -3,7 +3,7 @@
 import { publicKeyToAddress } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
-import { RECEIVER, rpc } from '../chains/evm/support.js';
+import { RECEIVER, rpc } from '../support/evm.js';
 import { faultEnv, startArmed } from '../support/crash.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';

@@ -3,7 +3,7 @@ import { toHex, type Address } from 'viem';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
 import { minedAt } from '../../src/chains/evm/evidence.js';
 import { createEvmRpc } from '../../src/chains/evm/rpc-client.js';
-import { getTx, RECEIVER, rpc, sendOk, waitFor } from '../chains/evm/support.js';
+import { getTx, RECEIVER, rpc, sendOk, waitFor } from '../support/evm.js';
 import { startRpcProxy, type Intercept } from '../support/rpc-proxy.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
@@ -41,16 +41,16 @@ describe('who used a nonce: evidence on chain', () => {
     const nonceOf = async (h: string) => BigInt((await rpc(anvil.url, 'eth_getTransactionByHash', [h])).nonce);
     const n = await nonceOf(hashes[1]);
     const head = BigInt(await rpc(anvil.url, 'eth_blockNumber'));
-    expect(await minedAt(createEvmRpc([{ url: anvil.url }]), DEV_ADDRESS as Address, n, head)).toBe(hashes[1]);
+    expect(await minedAt(createEvmRpc([{ url: anvil.url, weight: 100 }]), DEV_ADDRESS as Address, n, head)).toBe(hashes[1]);
 
     const proxy = await startRpcProxy(anvil.url, (c) => (c.method.endsWith('getTransactionBySenderAndNonce') ? NO_METHOD : undefined));
     try {
-      expect(await minedAt(createEvmRpc([{ url: proxy.url }]), DEV_ADDRESS as Address, n, head)).toBe(hashes[1]);
-      expect(await minedAt(createEvmRpc([{ url: proxy.url }]), DEV_ADDRESS as Address, await nonceOf(hashes[2]), head)).toBe(hashes[2]);
+      expect(await minedAt(createEvmRpc([{ url: proxy.url, weight: 100 }]), DEV_ADDRESS as Address, n, head)).toBe(hashes[1]);
+      expect(await minedAt(createEvmRpc([{ url: proxy.url, weight: 100 }]), DEV_ADDRESS as Address, await nonceOf(hashes[2]), head)).toBe(hashes[2]);
       // A nonce the chain has not passed was used by nothing yet.
-      expect(await minedAt(createEvmRpc([{ url: proxy.url }]), DEV_ADDRESS as Address, 10_000n, head)).toBeNull();
+      expect(await minedAt(createEvmRpc([{ url: proxy.url, weight: 100 }]), DEV_ADDRESS as Address, 10_000n, head)).toBeNull();
       proxy.state.intercept = noHistory;
-      expect(await minedAt(createEvmRpc([{ url: proxy.url }]), DEV_ADDRESS as Address, n, head)).toBeNull();
+      expect(await minedAt(createEvmRpc([{ url: proxy.url, weight: 100 }]), DEV_ADDRESS as Address, n, head)).toBeNull();
     } finally {
       await proxy.close();
     }

@@ -7,7 +7,7 @@ import { startProxy } from '../support/rpc-proxy.js';
 import { allTransactions, startInstance } from '../support/instance.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig } from '../support/service.js';
-import { RECEIVER, rpc } from '../chains/evm/support.js';
+import { RECEIVER, rpc } from '../support/evm.js';
 
 const SEND_PATH = '/api/v1/relayers/evm-relayer/transactions';
 describe.each(await databaseKinds())('kill -9 at any moment (%s)', (db) => {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAnvil, type AnvilInstance } from '../../src/chains/evm/anvil.js';
-import { rpc } from '../chains/evm/support.js';
+import { rpc } from '../support/evm.js';
 import { startChaosProxy, type ChaosProxy } from '../support/chaos-proxy.js';
 import { allTransactions, startInstance } from '../support/instance.js';
 import { startPostgresServer } from '../support/pg-server.js';

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEvents } from '../../src/core/pubsub.js';
-import { redisBucket } from '../../src/lib/redis-bucket.js';
 import { connectRedis } from '../../src/lib/redis.js';
 import { REDIS_URL, redisReachable } from '../support/redis.js';
 
@@ -15,28 +14,6 @@ const connect = async () => {
 afterAll(() => clients.forEach((c) => c.disconnect()));
 
 describe.runIf(await redisReachable())('shared through Redis', () => {
-  it('one token bucket per caller, whichever instance takes from it', async () => {
-    const prefix = `relayer:test:${randomUUID()}:`;
-    const a = redisBucket(await connect(), 1, 3, prefix);
-    const b = redisBucket(await connect(), 1, 3, prefix);
-    expect([await a.take('caller'), await b.take('caller'), await a.take('caller')]).toEqual([0, 0, 0]);
-    const wait = await b.take('caller');
-    expect(wait).toBeGreaterThan(0);
-    expect(wait).toBeLessThanOrEqual(1000);
-    expect(await a.take('someone-else')).toBe(0);
-  });
-
-  it('takes several tokens at once, all or none (the aliases of one operation)', async () => {
-    const prefix = `relayer:test:${randomUUID()}:`;
-    // A refill of one token every 1,000 s: nothing comes back during the test.
-    const bucket = redisBucket(await connect(), 0.001, 10, prefix);
-    expect(await bucket.take('caller', 7)).toBe(0);
-    const wait = await bucket.take('caller', 4);
-    expect(wait).toBeGreaterThan(900_000);
-    expect(await bucket.take('caller', 3)).toBe(0);
-    expect(await bucket.take('caller')).toBeGreaterThan(0);
-  });
-
   it('live events reach subscribers of another instance with their bigint and date fields intact', async () => {
     const one = createEvents({ publish: await connect(), subscribe: await connect() });
     const two = createEvents({ publish: await connect(), subscribe: await connect() });
@@ -60,16 +37,6 @@ describe('while Redis cannot be reached', () => {
     clients.push(c);
     return c;
   };
-
-  it("the rate limit takes from the instance's own bucket of the same size", async () => {
-    const bucket = redisBucket(offline(), 1, 2);
-    expect([await bucket.take('caller'), await bucket.take('caller')]).toEqual([0, 0]);
-    expect(await bucket.take('caller')).toBeGreaterThan(0);
-    expect(await bucket.take('someone-else')).toBe(0);
-    // The local bucket takes several at once too, all or none.
-    expect(await bucket.take('third', 3)).toBeGreaterThan(0);
-    expect(await bucket.take('third', 2)).toBe(0);
-  });
 
   it("live events reach this instance's subscribers, and publishing does not throw", async () => {
     const events = createEvents({ publish: offline(), subscribe: offline() });

@@ -4,7 +4,10 @@ import { buildSchema } from '../../src/api/graphql/schema.js';
 import { restRoutes } from '../../src/api/rest/routes.js';
 import { FAMILY_SPECS } from '../../src/chains/list.js';
 import { familySpecs } from '../../src/core/registry.js';
+import { custodiesOf } from '../../src/signers/custody.js';
+import { CUSTODY_TYPES } from '../../src/signers/list.js';
 
 export const families = familySpecs(FAMILY_SPECS);
 export const schema = buildSchema(families);
-export const routes = restRoutes(families);
+export const custodies = custodiesOf(CUSTODY_TYPES);
+export const routes = restRoutes(families, custodies);

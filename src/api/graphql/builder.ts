@@ -25,7 +25,8 @@ export function createBuilder() {
       JSON: { Input: unknown; Output: unknown };
     };
     Directives: {
-      rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit: number; duration: number } };
+      // Without arguments: the deployment's window (rate-limit.ts).
+      rateLimit: { locations: 'FIELD_DEFINITION'; args: { limit?: number; duration?: number } };
     };
     AuthScopes: Scopes;
   }>({

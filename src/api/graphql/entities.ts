@@ -5,6 +5,7 @@ import { createRelayer, deleteRelayer, relayerBalance, relayerStatus, type Relay
 import { createSigner, deleteSigner, getSigner, listSigners, updateSigner, type SignerView } from '../../core/signers.js';
 import { cancelPendingTransactions, type CancelPendingResult } from '../../core/transactions/cancel.js';
 import { getTransactionByNonce } from '../../core/transactions/service.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
 import type { SchemaParts } from './parts.js';
 import type { relayerTypes } from './relayers.js';
 import { listTest, needs, needsSome, OPEN, readNeed } from './access.js';
@@ -195,7 +196,7 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
 
   // --- networks ---
 
-  const MaskedRpc = builder.objectRef<{ url: string; weight: number }>('MaskedRpcConfig').implement({
+  const MaskedRpc = builder.objectRef<RpcEndpoint>('MaskedRpcConfig').implement({
     fields: (t) => ({
       url: t.string({ description: 'Path and query hidden (they often hold an API key).', resolve: (r) => maskRpcUrl(r.url) }),
       weight: t.exposeInt('weight'),

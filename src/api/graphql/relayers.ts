@@ -1,5 +1,6 @@
 import { RATE_LIMITED } from './rate-limit.js';
 import { getRelayer, listRelayers, updateRelayer } from '../../core/relayers/service.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
 import type { SchemaParts } from './parts.js';
 import { listWhere, needs, needsSome, readNeed } from './access.js';
 
@@ -7,7 +8,7 @@ import { listWhere, needs, needsSome, readNeed } from './access.js';
 export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: SchemaParts) {
   const NetworkTypeEnum = enumType('NetworkType', families.types);
 
-  const RpcConfig = builder.objectRef<{ url: string; weight: number }>('RpcConfig').implement({
+  const RpcConfig = builder.objectRef<RpcEndpoint>('RpcConfig').implement({
     fields: (t) => ({ url: t.exposeString('url'), weight: t.exposeInt('weight') }),
   });
 
@@ -40,7 +41,7 @@ export function relayerTypes({ builder, families, pageArgs, pageOf, enumType }: 
       customRpcUrls: t.field({
         type: [RpcConfig],
         nullable: true,
-        resolve: (r) => (r.customRpcUrls as { url: string; weight: number }[] | null) ?? null,
+        resolve: (r) => (r.customRpcUrls as RpcEndpoint[] | null) ?? null,
       }),
       policies: t.field({
         type: 'JSON',

@@ -4,15 +4,15 @@ import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { HttpLabels, Metrics } from '../../core/metrics.js';
 import type { Context } from './context.js';
 import { inputError } from './input.js';
-import { rateLimitedRootFields, takeTokens } from './rate-limit.js';
+import { type Charge, rootCharge, takeCharge } from './rate-limit.js';
 
 export interface Operation {
   /** Parsed and validated against the schema (with the document limits) by the caller. */
   document: DocumentNode;
   operationName?: string | null;
   variables: Record<string, unknown>;
-  /** How many rate-limited root fields it runs, when the caller knows (REST routes count theirs once). */
-  rateLimited?: number;
+  /** What its rate-limited root fields take, when the caller knows (REST routes count theirs once). */
+  charge?: Charge;
   /** A document fixed in the code (a REST route's): run compiled, the compilation kept with it. */
   fixed?: boolean;
 }
@@ -60,7 +60,7 @@ export function operationRunner(opts: { schema: GraphQLSchema; metrics: Metrics;
       if (labels) labels.operation = metrics.operation(getOperationAST(op.document, op.operationName)?.name?.value);
       const refused =
         inputError(op.document, op.variables) ??
-        (await takeTokens(ctx, op.rateLimited ?? rateLimitedRootFields(schema, op.document, op.operationName, op.variables), opts.rateLimitedStatus));
+        (await takeCharge(ctx, op.charge ?? rootCharge(schema, op.document, op.operationName, op.variables), opts.rateLimitedStatus));
       if (refused) return { errors: [mask(refused) as GraphQLError] };
       const result = await execute(op, ctx);
       return result.errors ? { ...result, errors: result.errors.map((e) => mask(e) as GraphQLError) } : result;

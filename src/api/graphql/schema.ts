@@ -8,14 +8,13 @@ import { entityTypes } from './entities.js';
 import { graphqlFields } from './fields.js';
 import { notificationTypes } from './notifications.js';
 import { pluginTypes } from './plugins.js';
-import { applyRateLimits } from './rate-limit.js';
 import { relayerTypes } from './relayers.js';
 import { transactionTypes } from './transactions.js';
 
 /**
  * The executable schema for the chain families offered: Pothos types, each root field saying what
- * permission it needs, with the read checks of object types and the rate limits of fields below
- * the root applied last.
+ * permission it needs, with the read checks of object types applied. The app applies the rate
+ * limits last (rate-limit.ts: they need the service's limiters).
  */
 export function buildSchema(families: FamilySpecs): GraphQLSchema {
   const builder = createBuilder();
@@ -29,5 +28,5 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   pluginTypes(parts);
   const schema = builder.toSchema({ sortSchema: true });
   checkEveryRootField(schema);
-  return applyRateLimits(guardReads(schema));
+  return guardReads(schema);
 }

@@ -18,11 +18,12 @@ import {
   type RestSignerFragment,
 } from '../../generated/graphql.js';
 import { z } from 'zod';
-import { rpcConfig } from '../../config/schema.js';
+import { rpcConfigs } from '../../core/rpc-urls.js';
 import { updateInput as networkUpdate } from '../../core/networks.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createEntry } from '../../core/relayers/manage.js';
-import { createInput as signerCreate, updateInput as signerUpdate } from '../../core/signers.js';
+import { signerInputs } from '../../core/signers.js';
+import type { Custodies } from '../../signers/custody.js';
 import { json } from './envelope.js';
 import { int64 } from '../../lib/validate.js';
 import { paging, snakeShape } from './fields.js';
@@ -65,8 +66,9 @@ function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
 }
 
 /** Routes beyond the transaction core (readiness, relayer management, signers, networks), with the records they show. */
-export function entityRoutes({ transactionRecord, relayerRecord, policiesField }: RestRecords, types: FamilySpecs['types']): Route[] {
+export function entityRoutes({ transactionRecord, relayerRecord, policiesField }: RestRecords, types: FamilySpecs['types'], custodies: Custodies): Route[] {
   const relayerEntry = createEntry(types);
+  const { createInput: signerCreate, updateInput: signerUpdate } = signerInputs(custodies);
   return [
     route({
       id: 'readiness',
@@ -104,7 +106,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policiesField }
         schema: relayerEntry.extend({
           id: relayerEntry.shape.id.nullable().meta({ description: 'Letters, digits, ".", "_", ":" and "-" (default: a new UUID).' }),
           network: relayerEntry.shape.network.meta({ description: "A network of the config file (of the relayer's type)." }),
-          custom_rpc_urls: z.array(rpcConfig).nullish(),
+          custom_rpc_urls: rpcConfigs.nullish(),
           policies: policiesField.nullish(),
         }),
         example: {

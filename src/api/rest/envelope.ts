@@ -1,5 +1,5 @@
 import { Response } from '@whatwg-node/fetch';
-import { stringifyJson } from '../../lib/json.js';
+import { writeJson } from '../../lib/json.js';
 
 // The spec's response envelope (2.1) and error messages (7).
 
@@ -11,18 +11,8 @@ export interface PaginationOut {
 
 const metadata = () => ({ logs: [] as { level: string; message: string }[], traces: [] as unknown[] });
 
-/** JSON.stringify when it can (the common case, and much faster); the lossless writer for bigints. */
-function serialize(body: unknown): string {
-  try {
-    return JSON.stringify(body);
-  } catch (e) {
-    if (e instanceof TypeError) return stringifyJson(body);
-    throw e;
-  }
-}
-
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(serialize(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+  return new Response(writeJson(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }
 
 export function ok(data: unknown, pagination?: PaginationOut, status = 200): Response {

@@ -62,6 +62,12 @@ export const int32 = z.int().min(INT32_MIN, int32Range).max(INT32_MAX, int32Rang
 
 const perPageRange = `must be an integer from 1 to ${MAX_PER_PAGE}`;
 
+/**
+ * A path parameter's text when its route names no schema: any but an empty segment (a path with
+ * one matches no route); its characters as every text's (textProblem).
+ */
+export const pathText = z.string().min(1, 'must not be empty');
+
 /** The query of a list route. */
 export const paging = z.object({
   page: int32.min(1, 'must be an integer >= 1').optional().meta({ description: 'Page number, from 1 (default 1).' }),

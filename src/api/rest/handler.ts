@@ -3,7 +3,7 @@ import type { Caller } from '../../core/access/keys.js';
 import type { z } from 'zod';
 import { type GraphQLError, type GraphQLSchema, isEnumType, type OperationDefinitionNode } from 'graphql';
 import { type LocalCall, requestContext } from '../graphql/context.js';
-import { rateLimitedRootFields } from '../graphql/rate-limit.js';
+import { rootCharge } from '../graphql/rate-limit.js';
 import type { OperationRunner } from '../graphql/run.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import { replacedBytes, textIssues, textProblem } from '../../lib/validate.js';
@@ -12,7 +12,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { DOCS_CSP, docsPage } from './docs.js';
 import { laterFeature } from './sign-and-forward.js';
 import { fail, json, ok } from './envelope.js';
-import { camel, check, fromText, graphqlNames, typeProblem } from './fields.js';
+import { camel, check, fromText, graphqlNames, pathText, typeProblem } from './fields.js';
 import { openApiDocument, type EnumValues } from './openapi.js';
 import { httpOf, isErrorCode, type ErrorCode } from './status.js';
 import { restRoutes } from './routes.js';
@@ -57,6 +57,7 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
     const field = parent?.getFields()[route.field.name];
     if (!field) return [];
     const op = route.document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    const charge = rootCharge(schema, route.document);
     return [
       {
         route,
@@ -66,7 +67,8 @@ export function compileRoutes(schema: GraphQLSchema, table: Route[]): CompiledRo
           .map((s) => (s.startsWith('{') ? { param: s.slice(1, -1) } : s)),
         document: route.document,
         operationName: op.name!.value,
-        rateLimited: rateLimitedRootFields(schema, route.document),
+        rateLimited: charge.reduce((n, c) => n + c.calls, 0),
+        charge,
       },
     ];
   });
@@ -143,7 +145,7 @@ export function failWith(code: ErrorCode, detail?: string): Response {
  * (built for the same chain families, rt.families).
  */
 export function createRestHandler(run: OperationRunner, rt: Runtime, schema: GraphQLSchema) {
-  const compiled = compileRoutes(schema, restRoutes(rt.families));
+  const compiled = compileRoutes(schema, restRoutes(rt.families, rt.signers.custodies));
   const routesOf = routeIndex(compiled);
   const enums = schemaEnums(schema);
   let openapi: string | undefined;
@@ -202,7 +204,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
         const text = decodeURIComponent(params[name]);
         const why = textProblem(text);
         if (why) issues.push(`${name}: ${why}`);
-        variables[p.gql] = p.schema ? fromText(text, p.schema, name, issues) : text;
+        variables[p.gql] = fromText(text, p.schema ?? pathText, name, issues);
       } catch {
         issues.push(`${name}: invalid percent-encoding in the path`);
       }
@@ -281,7 +283,7 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
     if (issues.length) return failWith('BAD_REQUEST', describe(issues));
 
     const result = await run(
-      { document: hit.c.document, operationName: hit.c.operationName, variables, rateLimited: hit.c.rateLimited, fixed: true },
+      { document: hit.c.document, operationName: hit.c.operationName, variables, charge: hit.c.charge, fixed: true },
       requestContext(rt, ctx.requestId, ctx.caller, local),
       ctx.labels,
     );

@@ -8,6 +8,8 @@ import { apiKeySchemas } from './api-keys.js';
 import { pluginSchemas } from './plugins.js';
 import { policyKindsOf, restRecords, type JsonSchema } from './records.js';
 import { httpOf } from './status.js';
+import { pathText } from './fields.js';
+import { TEXT_PATTERN } from '../../lib/validate.js';
 
 // The OpenAPI 3.1 document of the REST surface, generated from the route table: every request
 // value's schema is made from the zod schema the service checks it with (z.toJSONSchema), so the
@@ -71,8 +73,8 @@ function tidy(node: unknown): JsonSchema {
 }
 
 /** A parameter's schema, and its description lifted to the parameter. */
-function parameter(name: string, where: string, required: boolean, schema: z.ZodType | undefined, defs: Record<string, JsonSchema>, description?: string) {
-  const { description: own, ...json } = schema ? jsonSchemaOf(schema, defs) : { type: 'string' };
+function parameter(name: string, where: string, required: boolean, schema: z.ZodType, defs: Record<string, JsonSchema>, description?: string) {
+  const { description: own, ...json } = jsonSchemaOf(schema, defs);
   return { name, in: where, required, description: description ?? own, schema: json };
 }
 
@@ -138,7 +140,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
   for (const c of compiled) {
     const r = c.route;
     const parameters: JsonSchema[] = [
-      ...Object.entries(r.pathParams).map(([name, p]) => parameter(name, 'path', true, p.schema, defs, p.description)),
+      ...Object.entries(r.pathParams).map(([name, p]) => parameter(name, 'path', true, p.schema ?? pathText, defs, p.description)),
       ...Object.entries(r.query?.shape ?? {}).map(([name, schema]) => parameter(name, 'query', false, schema as z.ZodType, defs)),
       ...Object.values(r.headers ?? {}).map((h) => parameter(h.name, 'header', false, h.schema, defs)),
     ];
@@ -208,7 +210,7 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
     },
   };
 
-  return {
+  const doc: JsonSchema = {
     openapi: '3.1.0',
     info: {
       title: 'Relayer REST API',
@@ -280,6 +282,58 @@ export function openApiDocument(compiled: CompiledRoute[], enums: EnumValues, fa
       ),
     },
   };
+  return withTextRule(doc);
+}
+
+const JSON_VALUE = ref('JsonValue');
+
+/**
+ * The rule every text input passes (lib/validate.ts textProblem, applied to every string and field
+ * name of a request before its schema), stated where the document states text: a pattern on each
+ * string, on the names of an object's open fields, and any JSON value as `JsonValue`.
+ */
+function withTextRule(doc: JsonSchema): JsonSchema {
+  const text = { pattern: TEXT_PATTERN };
+  const walk = (node: unknown, key?: string): unknown => {
+    if (Array.isArray(node)) return key === 'type' || key === 'required' || key === 'enum' ? node : node.map((n) => walk(n));
+    if (!node || typeof node !== 'object') return node;
+    const n = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'example' || k === 'const' || k === 'default' ? v : walk(v, k)])) as JsonSchema;
+    if (key === 'properties' || key === 'components' || key === 'schemas' || key === '$defs') return n;
+    const types = (Array.isArray(n.type) ? n.type : n.type ? [n.type] : []) as string[];
+    const shaped = ['$ref', 'const', 'enum', 'oneOf', 'anyOf', 'allOf', 'not', 'properties', 'items'].some((k) => k in n);
+    // A schema of any JSON value at all.
+    if (!types.length && !shaped) return { ...n, ...JSON_VALUE };
+    if (types.includes('string') && !n.enum && n.format !== 'date-time') {
+      if (typeof n.pattern !== 'string') Object.assign(n, text);
+      else if (n.pattern !== TEXT_PATTERN) n.allOf = [...((n.allOf as JsonSchema[]) ?? []), text];
+    }
+    if (types.includes('object') && n.additionalProperties !== false) {
+      n.propertyNames = text;
+      n.additionalProperties ??= JSON_VALUE;
+    }
+    if (types.includes('array') && !n.items) n.items = JSON_VALUE;
+    return n;
+  };
+  const paths = doc.paths as Record<string, Record<string, JsonSchema>>;
+  for (const ops of Object.values(paths)) {
+    for (const op of Object.values(ops)) {
+      if (op.parameters) op.parameters = (op.parameters as JsonSchema[]).map((p) => ({ ...p, schema: walk(p.schema) }));
+      for (const media of Object.values(((op.requestBody as JsonSchema | undefined)?.content ?? {}) as Record<string, JsonSchema>))
+        media.schema = walk(media.schema);
+    }
+  }
+  const components = doc.components as { schemas: Record<string, JsonSchema> };
+  components.schemas = Object.fromEntries(Object.entries(components.schemas).map(([k, v]) => [k, walk(v) as JsonSchema]));
+  components.schemas.JsonValue = {
+    description: 'Any JSON value whose strings and field names hold no NUL and no lone UTF-16 surrogate.',
+    anyOf: [
+      { type: ['null', 'boolean', 'number'] },
+      { type: 'string', ...text },
+      { type: 'array', items: JSON_VALUE },
+      { type: 'object', propertyNames: text, additionalProperties: JSON_VALUE },
+    ],
+  };
+  return doc;
 }
 
 function requestBody(body: NonNullable<CompiledRoute['route']['body']>, defs: Record<string, JsonSchema>): JsonSchema {

@@ -1,6 +1,7 @@
 import type { RestNotificationFragment, RestPaginationFragment, RestRelayerFragment, RestTransactionFragment } from '../../generated/graphql.js';
 import { z } from 'zod';
 import type { FamilySpec, RecordColumn } from '../../core/family-spec.js';
+import { type CommonField, transactionRecord as coreRecord } from '../../core/transactions/record.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { MAX_PER_PAGE } from '../../core/page.js';
 import { integerFields } from '../../lib/validate.js';
@@ -27,41 +28,35 @@ const obj: JsonSchema = { type: 'object' };
 const enumRef = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 const nullableRef = (name: string): JsonSchema => ({ oneOf: [enumRef(name), { type: 'null' }] });
 
-type Tx = RestTransactionFragment;
-
-const txCommon: Shape<Tx> = {
-  id: { from: 'id', schema: str },
-  relayer_id: { from: 'relayerId', schema: str },
-  status: { from: 'status', schema: enumRef('TransactionStatus') },
-  status_reason: { from: 'statusReason', schema: nullable(str) },
-  created_at: { from: 'createdAt', schema: time },
-  sent_at: { from: 'sentAt', schema: nullable(time) },
-  confirmed_at: { from: 'confirmedAt', schema: nullable(time) },
-  valid_until: { from: 'validUntil', schema: nullable(time) },
-  hash: { from: 'hash', schema: nullable(str) },
+// The transaction record's rule is core's (transactions/record.ts, webhooks read it too); here
+// only its JSON Schema, by record name.
+const txCommon: Record<CommonField, JsonSchema> = {
+  id: str,
+  relayer_id: str,
+  status: enumRef('TransactionStatus'),
+  status_reason: nullable(str),
+  created_at: time,
+  sent_at: nullable(time),
+  confirmed_at: nullable(time),
+  valid_until: nullable(time),
+  hash: nullable(str),
 };
 
 /** The row fields a family's record may carry (its spec's record.fields), by record name. */
-const txColumns: Record<RecordColumn, Out<Tx>> = {
-  network_type: { from: 'networkType', schema: str },
-  from: { from: 'from', schema: str },
-  to: { from: 'to', schema: nullable(str) },
-  value: { from: 'value', schema: amount },
-  data: { from: 'data', schema: nullable(str) },
-  nonce: { from: 'nonce', schema: nullable(int) },
-  gas_limit: { from: 'gasLimit', schema: nullable(int) },
-  gas_price: { from: 'gasPrice', schema: nullable(amount) },
-  max_fee_per_gas: { from: 'maxFeePerGas', schema: nullable(amount) },
-  max_priority_fee_per_gas: { from: 'maxPriorityFeePerGas', schema: nullable(amount) },
-  speed: { from: 'speed', schema: nullableRef('Speed') },
-  signature: { from: 'signature', schema: nullable(obj) },
+const txColumns: Record<RecordColumn, JsonSchema> = {
+  network_type: str,
+  from: str,
+  to: nullable(str),
+  value: amount,
+  data: nullable(str),
+  nonce: nullable(int),
+  gas_limit: nullable(int),
+  gas_price: nullable(amount),
+  max_fee_per_gas: nullable(amount),
+  max_priority_fee_per_gas: nullable(amount),
+  speed: nullableRef('Speed'),
+  signature: nullable(obj),
 };
-
-/** Columns GraphQL gives as Long (a decimal string past 2^53): JSON numbers on REST, every digit kept. */
-const INTEGER_COLUMNS = new Set<string>(['nonce', 'gas_limit']);
-
-/** A row of a type no family has (not expected): its network type and the published fields. */
-const unknownFamily: FamilySpec['record'] = { fields: ['network_type', 'from'], networkData: true };
 
 function pick<T>(shape: Shape<T>, src: T, out: Record<string, unknown>) {
   for (const key in shape) out[key] = src[shape[key].from] ?? null;
@@ -117,19 +112,8 @@ export const policyKindsOf = (families: readonly FamilySpec[]) => orList(familie
 
 /** The records whose fields depend on the chain families offered, and their JSON Schemas. */
 export function restRecords(families: FamilySpecs) {
-  /**
-   * The transaction record (spec 2.2), equal to what webhooks carry (core/transactions/record.ts):
-   * the common fields, then those the transaction's family lists (chains/<family>/spec.ts: EVM
-   * transactions the EVM fields, the others their network type and the chain-specific fields the
-   * pipeline publishes).
-   */
-  function transactionRecord(tx: Tx): Record<string, unknown> {
-    const out = pick(txCommon, tx, {});
-    const record = families.has(tx.networkType) ? families.spec(tx.networkType).record : unknownFamily;
-    for (const k of record.fields) out[k] = INTEGER_COLUMNS.has(k) ? jsonInteger(tx[txColumns[k].from] ?? null) : (tx[txColumns[k].from] ?? null);
-    if (record.networkData && tx.networkData && typeof tx.networkData === 'object') Object.assign(out, tx.networkData);
-    return out;
-  }
+  /** The transaction record (spec 2.2) of the GraphQL fields the REST operations select (RestTransaction). */
+  const transactionRecord = (tx: RestTransactionFragment) => coreRecord(families, tx);
 
   /**
    * Policy fields the spec types as integers (2.3), by network type (each family's spec). Amounts
@@ -151,7 +135,7 @@ export function restRecords(families: FamilySpecs) {
   const withColumns = families.list.filter((f) => !f.record.networkData);
   const withNetworkData = families.list.filter((f) => f.record.networkData);
   /** Every family's record fields, in family order. */
-  const txFamilyFields: Shape<Tx> = Object.fromEntries(families.list.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
+  const txFamilyFields: Record<string, JsonSchema> = Object.fromEntries(families.list.flatMap((f) => f.record.fields.map((k) => [k, txColumns[k]])));
 
   const policyKinds = policyKindsOf(families.list);
 
@@ -168,7 +152,7 @@ export function restRecords(families: FamilySpecs) {
     Transaction: {
       type: 'object',
       description: `A transaction (spec 2.2). ${withColumns.map((f) => `${f.label} transactions carry the ${f.label} fields`).join('; ')}; ${andList(withNetworkData.map((f) => f.label))} transactions carry \`network_type\` and their chain-specific fields instead.`,
-      properties: properties(txCommon, txFamilyFields),
+      properties: { ...txCommon, ...txFamilyFields },
       required: Object.keys(txCommon).concat('from'),
       additionalProperties: true,
     },

@@ -2,6 +2,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import type { DocumentNode } from 'graphql';
 import type { z } from 'zod';
 import type { FamilySpec } from '../../core/family-spec.js';
+import type { Charge } from '../graphql/rate-limit.js';
 
 // What a REST route is: an entry of the route table (routes.ts and the files it gathers), and the
 // same compiled for the adapter (handler.ts) and the OpenAPI document (openapi.ts).
@@ -79,4 +80,6 @@ export interface CompiledRoute {
   operationName: string;
   /** How many rate-limited root fields it runs (its field carries @rateLimit: one). */
   rateLimited: number;
+  /** What they take of the caller's budget, counted once. */
+  charge: Charge;
 }

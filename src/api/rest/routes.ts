@@ -17,8 +17,10 @@ import { z } from 'zod';
 import { TransactionStatus } from '../../generated/prisma/enums.js';
 import type { FamilySpec } from '../../core/family-spec.js';
 import type { FamilySpecs } from '../../core/registry.js';
+import type { Custodies } from '../../signers/custody.js';
 import { createInput as notificationCreate, updateInput as notificationUpdate } from '../../core/notifications/service.js';
 import { updateInput as relayerUpdate } from '../../core/relayers/service.js';
+import { rpcConfigs } from '../../core/rpc-urls.js';
 import { IDEMPOTENCY_KEY } from '../../core/transactions/service.js';
 import { directRoutes } from './sign-and-forward.js';
 import { paging, snakeShape } from './fields.js';
@@ -56,8 +58,8 @@ const idempotencyKey = {
 
 const evmExample = { value: 1000000000000000, to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', data: '0x', gas_limit: 21000, speed: 'fast' };
 
-/** The REST routes (spec 4), their send shapes and records those of the chain families offered. */
-export function restRoutes(families: FamilySpecs): Route[] {
+/** The REST routes (spec 4), their send shapes and records those of the chain families offered, their signer types those of the custodies. */
+export function restRoutes(families: FamilySpecs, custodies: Custodies): Route[] {
   const records = restRecords(families);
   const { transactionRecord, relayerRecord, policiesField } = records;
   const sendFields = sendBody(families.list);
@@ -114,7 +116,8 @@ export function restRoutes(families: FamilySpecs): Route[] {
       body: {
         variable: 'input',
         description: 'The fields to change.',
-        schema: z.strictObject({ ...snakeShape(relayerUpdate.shape), policies: policiesField.nullish() }),
+        // RPC URLs only as objects, as GraphQL's RpcConfigInput carries them.
+        schema: z.strictObject({ ...snakeShape(relayerUpdate.shape), custom_rpc_urls: rpcConfigs.nullish(), policies: policiesField.nullish() }),
         example: { paused: true, policies: { gas_price_cap: 100000000000, whitelist_receivers: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] } },
       },
       status: 200,
@@ -299,7 +302,7 @@ export function restRoutes(families: FamilySpecs): Route[] {
       result: () => ({ data: 'Notification deleted successfully' }),
     }),
     ...directRoutes,
-    ...entityRoutes(records, families.types),
+    ...entityRoutes(records, families.types, custodies),
     ...apiKeyRoutes(),
     ...pluginRoutes(),
   ];

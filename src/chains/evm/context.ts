@@ -1,4 +1,6 @@
-import type { Network, RpcEndpoint } from '../../core/settings.js';
+import type { Network } from '../../core/settings.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
+import { endpointsOf } from '../plumbing.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { readEvmPolicy, type EvmPolicy } from './request.js';
@@ -41,10 +43,7 @@ export class EvmSetupError extends Error {
 const CLIENT_IDLE_MS = 10 * 60_000;
 const CLIENTS = slot('evm rpc clients', () => new ExpiringMap<string, EvmRpc>(CLIENT_IDLE_MS, { touch: true }));
 
-export function rpcEndpoints(_rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] {
-  const custom = relayer.customRpcUrls as RpcEndpoint[] | null;
-  return custom && custom.length > 0 ? custom.map((e) => ({ url: e.url, weight: e.weight ?? 100 })) : network.rpcUrls;
-}
+export const rpcEndpoints = (_rt: Pick<Runtime, 'config'>, relayer: Relayer, network: Network): RpcEndpoint[] => endpointsOf(relayer, network.rpcUrls);
 
 export function rpcFor(rt: Runtime, endpoints: RpcEndpoint[], key = JSON.stringify(endpoints)): EvmRpc {
   return rt.state(CLIENTS).getOrCreate(key, () =>

@@ -8,14 +8,13 @@ import {
   type RpcLogger,
   type RpcOutcome,
 } from '../jsonrpc.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
 import { ExpiringMap } from '../../lib/expiring.js';
 import { isEvmResultShape } from './results.js';
 
 export { RpcUnavailableError, type EndpointStatus, type RpcCall, type RpcLogger, type RpcOutcome } from '../jsonrpc.js';
 /** A deterministic JSON-RPC error from the node (revert, nonce too low, ...). */
 export { JsonRpcError as RpcError };
-
-export type RpcEndpoint = { url: string; weight?: number };
 
 export type EvmRpcOptions = {
   timeoutMs?: number;
@@ -69,7 +68,7 @@ export function isTransientRpcError(code: number, message: string): boolean {
 /** Calls of one gathered HTTP request at most. */
 const GATHERED_CHUNK = 1_000;
 
-export function createEvmRpc(endpoints: RpcEndpoint[], opts: EvmRpcOptions = {}): EvmRpc {
+export function createEvmRpc(endpoints: readonly RpcEndpoint[], opts: EvmRpcOptions = {}): EvmRpc {
   const client = createJsonRpcClient(endpoints, {
     timeoutMs: opts.timeoutMs,
     retries: opts.retries ?? 2,

@@ -7,7 +7,6 @@ export {
   type SolanaRpc,
   type SignatureStatus,
   type Commitment,
-  type RpcEndpoint,
 } from './rpc-client.js';
 export { decodeSolanaTx, usesDurableNonce, MAX_TRANSACTION_SIZE, type DecodedSolanaTx, type SolanaMessage } from './transaction.js';
 export {

@@ -1,6 +1,7 @@
-import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../jsonrpc.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
+import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions } from '../jsonrpc.js';
 
-export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../jsonrpc.js';
+export { JsonRpcError, RpcUnavailableError } from '../jsonrpc.js';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
 
@@ -62,6 +63,6 @@ export function solanaRpcFrom(transport: JsonRpcClient): SolanaRpc {
   };
 }
 
-export function createSolanaRpc(endpoints: RpcEndpoint[], opts?: JsonRpcClientOptions): SolanaRpc {
+export function createSolanaRpc(endpoints: readonly RpcEndpoint[], opts?: JsonRpcClientOptions): SolanaRpc {
   return solanaRpcFrom(createJsonRpcClient(endpoints, opts));
 }

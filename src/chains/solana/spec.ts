@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { camelShape, defineFamily, graphqlInfo } from '../../core/family-spec.js';
 import { solanaPolicySchema } from './policy.js';
+import { BASE64 } from '../../lib/validate.js';
 
 // The Solana family's contract (core/family-spec.ts): what the rest of the service knows of it.
 
@@ -10,6 +11,7 @@ const solanaFields = z
     transaction: z
       .string({ error: (iss) => (iss.input === undefined ? 'required' : undefined) })
       .min(1, 'required')
+      .regex(BASE64, 'must be a base64 string')
       .meta({ description: 'Shape B (Solana), required: the base64 serialized transaction.' })
       .register(graphqlInfo, { description: 'Solana: base64 serialized transaction.' }),
   })

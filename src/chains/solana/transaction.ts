@@ -7,6 +7,7 @@ import {
   type Transaction,
 } from '@solana/kit';
 import { SolanaRequestError } from './request-error.js';
+import { BASE64 } from '../../lib/validate.js';
 
 export const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 /** Wire-format size limit of a Solana transaction (IPv6 MTU minus headers). */
@@ -21,8 +22,6 @@ export type DecodedSolanaTx = {
   feePayer: Address;
   wireSize: number;
 };
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 function invalid(reason: string): SolanaRequestError {
   return new SolanaRequestError(`transaction: ${reason}`, 'transaction');

@@ -1,5 +1,5 @@
 export { StellarRequestError } from './request-error.js';
-export { JsonRpcError, RpcUnavailableError, createJsonRpcClient, type RpcEndpoint, type JsonRpcClient } from '../jsonrpc.js';
+export { JsonRpcError, RpcUnavailableError, createJsonRpcClient, type JsonRpcClient } from '../jsonrpc.js';
 export { createStellarRpc, stellarRpcFrom, accountLedgerKey, type StellarRpc, type StellarAccountState } from './rpc-client.js';
 export { parseStellarRequest, stellarTransactionRequestSchema, type StellarTransactionRequest } from './request.js';
 export {

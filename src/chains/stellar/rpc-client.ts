@@ -1,8 +1,9 @@
 import { StrKey, xdr } from '@stellar/stellar-base';
 import type { rpc as sdkRpc } from '@stellar/stellar-sdk';
-import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions, type RpcEndpoint } from '../jsonrpc.js';
+import type { RpcEndpoint } from '../../core/rpc-urls.js';
+import { createJsonRpcClient, type JsonRpcClient, type JsonRpcClientOptions } from '../jsonrpc.js';
 
-export { JsonRpcError, RpcUnavailableError, type RpcEndpoint } from '../jsonrpc.js';
+export { JsonRpcError, RpcUnavailableError } from '../jsonrpc.js';
 
 // Raw (un-parsed) Stellar RPC payloads, as the SDK types them.
 export type RawSimulateResponse = sdkRpc.Api.RawSimulateTransactionResponse;
@@ -58,6 +59,6 @@ export function stellarRpcFrom(transport: JsonRpcClient): StellarRpc {
   };
 }
 
-export function createStellarRpc(endpoints: RpcEndpoint[], opts?: JsonRpcClientOptions): StellarRpc {
+export function createStellarRpc(endpoints: readonly RpcEndpoint[], opts?: JsonRpcClientOptions): StellarRpc {
   return stellarRpcFrom(createJsonRpcClient(endpoints, opts));
 }

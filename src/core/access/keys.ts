@@ -9,7 +9,7 @@ import { paged, toPage } from '../page.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
-import { covers, type Grant, grantsOf, parsePermission, visibleWhere, visible } from './permissions.js';
+import { covers, type Grant, grantsOf, PERMISSION, parsePermission, visibleWhere, visible } from './permissions.js';
 
 /** Who is calling: the administrator (the API_KEY of the environment) or a stored key. */
 export interface Caller {
@@ -73,13 +73,13 @@ export function forgetApiKeys(rt: Runtime) {
   rt.state(API_KEYS).clear();
 }
 
-const origin = z.string().refine((o) => o === '*' || /^https?:\/\/[^/\s?#]+$/i.test(o), 'must be * or an origin (scheme://host[:port], no path)');
+const origin = z.string().regex(/^(?:\*|[hH][tT][tT][pP][sS]?:\/\/[^/\s?#]+)$/, 'must be * or an origin (scheme://host[:port], no path)');
 
 export const createInput = z
   .object({
-    name: z.string().trim().min(1, 'must not be empty').max(200),
+    name: z.string().regex(/\S/, 'must not be empty').trim().max(200),
     permissions: z
-      .array(z.string().max(300))
+      .array(z.string().max(300).meta({ pattern: PERMISSION.source }))
       .min(1, 'at least one')
       .max(100)
       .superRefine((list, ctx) => {

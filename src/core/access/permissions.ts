@@ -27,15 +27,23 @@ function split(text: string): [string, string, string] | null {
 
 const ID = /^[^\s*]{1,128}\*?$/;
 
+/** Every permission string, as one pattern (the API's document states it): what parsePermission takes. */
+export const PERMISSION = new RegExp(`^(?:${[...RESOURCES, '\\*'].join('|')}):(?:all|\\*|${ID.source.slice(1, -1)}):(?:${[...ACTIONS, '\\*'].join('|')})$`);
+
 /** A permission string parsed, or why it is not one. */
 export function parsePermission(text: string): Grant | string {
+  if (!PERMISSION.test(text)) return whyNot(text);
+  const [resource, id, action] = split(text)!;
+  return { resource: resource as Grant['resource'], id: id === 'all' ? '*' : id, action: action as Grant['action'] };
+}
+
+function whyNot(text: string): string {
   const parts = split(text);
   if (!parts) return 'must be <resource>:<id or all>:<action>';
-  const [resource, id, action] = parts;
+  const [resource, , action] = parts;
   if (resource !== '*' && !(RESOURCES as readonly string[]).includes(resource)) return `unknown resource "${resource}" (one of ${RESOURCES.join(', ')} or *)`;
   if (action !== '*' && !(ACTIONS as readonly string[]).includes(action)) return `unknown action "${action}" (one of ${ACTIONS.join(', ')} or *)`;
-  if (id !== 'all' && id !== '*' && !ID.test(id)) return 'the id must be all, *, an id, or a prefix ending in * (no spaces)';
-  return { resource: resource as Grant['resource'], id: id === 'all' ? '*' : id, action: action as Grant['action'] };
+  return 'the id must be all, *, an id, or a prefix ending in * (no spaces)';
 }
 
 /** The grants of valid permission strings (stored keys hold only valid ones). */

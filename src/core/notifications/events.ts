@@ -5,6 +5,7 @@ import { CACHED_LOOKUPS } from '../../db/plans.js';
 import type { Runtime } from '../runtime.js';
 import type { FamilySpecs } from '../registry.js';
 import { transactionRecord } from '../transactions/record.js';
+import { writeJson } from '../../lib/json.js';
 
 /** A database transaction whose changes may queue webhook deliveries, and whether they did. */
 export interface Outbox {
@@ -59,7 +60,7 @@ export async function writeReporting<T>(
 async function enqueue(out: Outbox, notificationId: string | null, relayerId: string, transactionId: string | null, event: string, payload: object) {
   if (!notificationId) return;
   const id = randomUUID();
-  const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
+  const body = writeJson({ id, event, payload, timestamp: new Date().toISOString() });
   await out.db.delivery.create({ data: { id, notificationId, relayerId, transactionId, event, body } });
   out.queued = true;
 }
@@ -86,7 +87,7 @@ export function transactionUpdates(
       const id = randomUUID();
       const event = 'transaction_update';
       const payload = { payload_type: 'transaction', ...transactionRecord(families, transaction) };
-      const body = JSON.stringify({ id, event, payload, timestamp: new Date().toISOString() });
+      const body = writeJson({ id, event, payload, timestamp: new Date().toISOString() });
       return { id, notificationId: relayer.notificationId!, relayerId: relayer.id, transactionId: transaction.id, event, body, n };
     });
   if (data.length === 0) return null;

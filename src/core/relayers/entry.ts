@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { NetworkType } from '../family-list.js';
-import { rpcUrl } from '../networks.js';
+import { rpcEntries } from '../rpc-urls.js';
 
 /**
  * A relayer as the config file writes it (OpenZeppelin Relayer's format, snake_case), of one of
@@ -17,6 +17,6 @@ export const relayerEntry = (types: readonly [NetworkType, ...NetworkType[]]) =>
       signer_id: z.string().min(1),
       notification_id: z.string().min(1).nullish(),
       policies: z.record(z.string(), z.unknown()).nullish(),
-      custom_rpc_urls: z.array(rpcUrl).nullish(),
+      custom_rpc_urls: rpcEntries.nullish(),
     })
     .passthrough();

@@ -46,7 +46,7 @@ const snake = (i: CreateRelayerInput) =>
       paused: i.paused,
       signer_id: i.signerId,
       notification_id: i.notificationId,
-      custom_rpc_urls: i.customRpcUrls?.map((u) => (u.weight == null ? { url: u.url } : u)),
+      custom_rpc_urls: i.customRpcUrls,
       policies: i.policies,
     }).filter(([, v]) => v !== undefined && v !== null),
   );
@@ -67,7 +67,7 @@ export async function createRelayer(rt: Runtime, input: CreateRelayerInput): Pro
     throw conflict('Relayer with this ID already exists', `id: "${id}" is taken`);
   }
   const signer = await signerFor(rt, e.signer_id, e.network_type);
-  const customRpcUrls = e.custom_rpc_urls?.map((u) => (typeof u === 'string' ? { url: u, weight: 100 } : u));
+  const customRpcUrls = e.custom_rpc_urls;
   try {
     const [row] = await rt.db.prisma.$transaction([
       rt.db.prisma.relayer.create({

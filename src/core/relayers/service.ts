@@ -3,7 +3,8 @@ import { announce } from '../changes.js';
 import { columnsAs } from '../../db/columns.js';
 import { Prisma, type Relayer } from '../../generated/prisma/client.js';
 import { invalid, relayerNotFound } from '../domain-error.js';
-import { describeIssues, urlText } from '../../lib/validate.js';
+import { describeIssues } from '../../lib/validate.js';
+import { rpcEntries } from '../rpc-urls.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import { ExpiringMap } from '../../lib/expiring.js';
@@ -60,19 +61,12 @@ export async function listRelayers(rt: Runtime, page?: number | null, perPage?: 
   );
 }
 
-const rpcConfig = z
-  .object({
-    url: urlText.regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL'),
-    weight: z.number().int().min(0).max(100).default(100).meta({ description: '0 to 100 (default 100).' }),
-  })
-  .strict();
-
 export const updateInput = z
   .object({
     name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
     paused: z.boolean().optional(),
     notificationId: z.string().min(1, 'must not be empty').nullish(),
-    customRpcUrls: z.array(rpcConfig).max(20).nullish(),
+    customRpcUrls: rpcEntries.nullish(),
     policies: z.record(z.string(), z.unknown()).nullish(),
   })
   .strict();

@@ -526,7 +526,9 @@ export function readPageFromEnds(
   if (skip === 0) return readAfter(rt, relayerId, status, null, take);
   const params = status ? [relayerId, status] : [relayerId];
   const where = listWhere(status);
-  const [s, t] = [`$${params.length + 1}::int`, `$${params.length + 2}::int`];
+  // The skip as bigint: a page the API takes (page and per_page are int32) may lie past 2^31 rows,
+  // and 2 * skip overflows int from 2^30.
+  const [s, t] = [`$${params.length + 1}::bigint`, `$${params.length + 2}::int`];
   // Each branch runs only when its one-time condition holds: the other is never scanned.
   const n = '(SELECT n FROM total)';
   return rt.db.read<Transaction>(

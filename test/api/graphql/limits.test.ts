@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitedRootFields } from '../../../src/api/graphql/rate-limit.js';
 import { parseEnv } from '../../../src/config/env.js';
 import type { TestService } from '../../support/service.js';
-import { RECEIVER, startRestService } from '../rest/helpers.js';
+import { RECEIVER, startRestService } from '../../support/rest.js';
 import { routes, schema } from '../../support/families.js';
 
 const limits = parseEnv({}).graphqlLimits;

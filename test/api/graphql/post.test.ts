@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../../../src/app.js';
 import { API_KEY, type TestService } from '../../support/service.js';
-import { seedTransaction, startRestService } from '../rest/helpers.js';
+import { seedTransaction, startRestService } from '../../support/rest.js';
 
 // /graphql answers JSON posts of queries and mutations on a direct path (src/api/graphql/post.ts)
 // and everything else through yoga. Each request below goes to the service's app and to an app on

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { transactionUpdates } from '../../../src/core/notifications/events.js';
 import { transactionRecord } from '../../../src/core/transactions/record.js';
+import { parseJson } from '../../../src/lib/json.js';
 import { databaseKinds } from '../../support/postgres.js';
 import { API_KEY, type TestService } from '../../support/service.js';
-import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from './helpers.js';
+import { dbState, envelope, expectError, RECEIVER, seedTransaction, SOLANA_RELAYER, startRestService, STELLAR_RELAYER } from '../../support/rest.js';
 import { families, routes } from '../../support/families.js';
 
 const TX = '/api/v1/relayers/evm-relayer/transactions';
@@ -250,6 +252,17 @@ describe.each(await databaseKinds())('REST routes on %s', (db) => {
       const row = await seedTransaction(svc.rt);
       const body = await envelope(await svc.request('GET', `${TX}/${row.id}`));
       expect(body.data).toEqual(JSON.parse(JSON.stringify(transactionRecord(families, row))));
+    });
+
+    it('gives integers past 2^53 with every digit, as webhooks carry them', async () => {
+      const row = await seedTransaction(svc.rt, { gasLimit: 2n ** 53n + 1n });
+      const res = await svc.request('GET', `${TX}/${row.id}`);
+      const text = await res.text();
+      expect(text).toContain('"gas_limit":9007199254740993,');
+      expect((parseJson(text) as { data: unknown }).data).toEqual(transactionRecord(families, row));
+      const webhook = transactionUpdates(families, [{ relayer: { id: 'evm-relayer', notificationId: 'n' }, transaction: row }]);
+      const [delivery] = JSON.parse(webhook!.params![0] as string) as { body: string }[];
+      expect(delivery.body).toContain('"gas_limit":9007199254740993,');
     });
 
     it('answers 404 for an unknown transaction, one of another relayer, or an unknown relayer', async () => {

@@ -13,7 +13,7 @@ let rpc: EvmRpc;
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  rpc = createEvmRpc([{ url: anvil.url }]);
+  rpc = createEvmRpc([{ url: anvil.url, weight: 100 }]);
 });
 
 afterAll(async () => {
@@ -212,7 +212,7 @@ describe('estimateGasWithMargin', () => {
 describe('market fees and the block gas limit', () => {
   it('ask the chain once per client within their time to live, and ask again after a failure', async () => {
     const calls: string[] = [];
-    const counted = (url: string) => createEvmRpc([{ url }], { retries: 0, observe: (method) => calls.push(method) });
+    const counted = (url: string) => createEvmRpc([{ url, weight: 100 }], { retries: 0, observe: (method) => calls.push(method) });
     const [a, b] = [counted(anvil.url), counted(anvil.url)];
     const limit = await blockGasLimit(a);
     const fees = await marketFees(a, true, 'fast');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPoster } from '../../../src/core/notifications/send.js';
-import { startReceiver } from './receiver.js';
+import { startReceiver } from '../../support/receiver.js';
 
 describe('webhook POSTs', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;

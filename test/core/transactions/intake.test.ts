@@ -3,11 +3,11 @@
 // changed meanwhile (or without a nonce yet, or with a repeated Idempotency-Key) must not hold
 // back or change what the others get.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertAccepted, type Intake, type Intaken } from '../../../src/core/transactions/intake.js';
+import { insertAccepted, type Intake, type Intaken, takeBatch } from '../../../src/core/transactions/intake.js';
 import type { Relayer, Transaction } from '../../../src/generated/prisma/client.js';
 import { isUniqueViolation } from '../../../src/db/unique-violation.js';
 import type { TestService } from '../../support/service.js';
-import { RECEIVER, SOLANA_RELAYER, STELLAR_RELAYER, startRestService } from '../../api/rest/helpers.js';
+import { RECEIVER, SOLANA_RELAYER, STELLAR_RELAYER, startRestService } from '../../support/rest.js';
 
 const RELAYERS = ['evm-relayer', SOLANA_RELAYER, STELLAR_RELAYER];
 
@@ -89,5 +89,54 @@ describe('intake of many relayers at once', () => {
       expect(nonces(mine)).toEqual(range(r.nextNonce!, 6));
       expect((await snapshot(RELAYERS[i])).nextNonce).toBe(r.nextNonce! + 6n);
     }
+  });
+});
+
+describe('intake batches', () => {
+  const relayer = (id: string, paused = false) =>
+    ({
+      id,
+      updatedAt: new Date(0),
+      paused,
+      systemDisabled: false,
+      policies: {},
+      customRpcUrls: null,
+      notificationId: null,
+      signerId: 's',
+      address: '0x1',
+      network: 'n',
+    }) as Relayer;
+  const send = (r: Relayer, n: number) => ({ relayer: r, n });
+  const ids = (groups: { relayer: Relayer; n: number }[][]) => groups.map((g) => g.map((w) => `${w.relayer.id}${w.n}`));
+
+  it("take every relayer's waiting sends at once, a group per relayer in its arrival order", () => {
+    const [a, b, c] = [relayer('a'), relayer('b'), relayer('c')];
+    const queue = [send(a, 1), send(b, 1), send(c, 1), send(a, 2), send(b, 2), send({ ...c }, 2)];
+    expect(ids(takeBatch(queue))).toEqual([
+      ['a1', 'a2'],
+      ['b1', 'b2'],
+      ['c1', 'c2'],
+    ]);
+    expect(queue).toEqual([]);
+  });
+
+  it("leave a relayer's sends from the first checked against another version of it for the next batch, in order", () => {
+    const [a, b] = [relayer('a'), relayer('b')];
+    const queue = [send(a, 1), send(b, 1), send(relayer('a', true), 2), send(b, 2), send(a, 3)];
+    expect(ids(takeBatch(queue))).toEqual([['a1'], ['b1', 'b2']]);
+    expect(ids([queue])).toEqual([['a2', 'a3']]);
+    expect(ids(takeBatch(queue))).toEqual([['a2']]);
+    expect(ids(takeBatch(queue))).toEqual([['a3']]);
+  });
+
+  it('take 500 sends at most, and after the first left over none of its relayer', () => {
+    const [a, b] = [relayer('a'), relayer('b')];
+    const queue = [...Array.from({ length: 499 }, (_, i) => send(a, i)), send(b, 0), send(a, 499), send(b, 1)];
+    const groups = takeBatch(queue);
+    expect(groups.map((g) => [g[0].relayer.id, g.length])).toEqual([
+      ['a', 499],
+      ['b', 1],
+    ]);
+    expect(ids([queue])).toEqual([['a499', 'b1']]);
   });
 });
