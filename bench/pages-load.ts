@@ -2,12 +2,13 @@
 // bench/reads.ts), each read served as fast as it can be for a few seconds, one read after the
 // other in one run: page 1, the middle page and the last page of a relayer's list (20 a page),
 // through REST and GraphQL, whole and filtered by status (confirmed: a third of the rows). Median
-// latency and throughput, and each one's ratio to page 1's of the same surface and filter
+// latency and throughput (each read measured `seconds` in all, in `rounds` slices taken in turn
+// with the others), and each one's ratio to page 1's of the same surface and filter
 // (targets: median at most 3 times page 1's and throughput at least a third of it; with a status
 // filter at most 10 times).
 //
 //   npx tsx bench/pages-load.ts [--db pglite,postgres] [--sizes 100000] [--pglite-sizes 100000]
-//                               [--connections 16] [--seconds 3] [--postgres <server url>] [--json]
+//                               [--connections 16] [--seconds 4] [--rounds 4] [--postgres <server url>] [--json]
 
 import { parseArgs } from 'node:util';
 import { API_KEY, RELAYER, startSeededService } from './reads.js';
@@ -30,6 +31,7 @@ export async function benchPagesLoad(opts: {
   rows: number;
   connections: number;
   seconds: number;
+  rounds: number;
   postgresUrl?: string;
 }): Promise<LoadFigure[]> {
   const { Request } = await import('@whatwg-node/fetch');
@@ -58,7 +60,8 @@ export async function benchPagesLoad(opts: {
       return (JSON.parse(text).data.relayerTransactions.items as { id: string }[]).map((t) => t.id);
     };
 
-    const figures: LoadFigure[] = [];
+    type Read = { surface: 'REST' | 'GraphQL'; status: string | null; page: string; f: () => Promise<string[]>; times: number[] };
+    const reads: Read[] = [];
     for (const status of [null, 'confirmed']) {
       const [{ n }] = await service.rt.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM transactions WHERE relayer_id = $1${status ? ` AND status = '${status}'` : ''}`,
@@ -81,11 +84,24 @@ export async function benchPagesLoad(opts: {
         for (const surface of ['REST', 'GraphQL'] as const) {
           const f = read(surface, status, page);
           if ((await f()).join() !== expected.join()) throw new Error(`${surface} ${name}: not the rows of the offset`);
-          const { times, seconds } = await load(f, opts.connections, opts.seconds);
-          figures.push({ db: opts.db, rows: opts.rows, surface, status, page: name, medianMs: median(times), perSecond: times.length / seconds });
+          reads.push({ surface, status, page: name, f, times: [] });
         }
       }
     }
+    // Rounds of a slice each, so the shared machine's changes of speed weigh on every read alike.
+    const slice = opts.seconds / opts.rounds;
+    for (let round = 0; round < opts.rounds; round++) {
+      for (const r of reads) r.times.push(...(await load(r.f, opts.connections, slice)));
+    }
+    const figures = reads.map((r) => ({
+      db: opts.db,
+      rows: opts.rows,
+      surface: r.surface,
+      status: r.status,
+      page: r.page,
+      medianMs: median(r.times),
+      perSecond: r.times.length / opts.seconds,
+    }));
     return figures;
   } finally {
     await close();
@@ -108,7 +124,7 @@ async function load(f: () => Promise<unknown>, connections: number, seconds: num
       }
     }),
   );
-  return { times, seconds };
+  return times;
 }
 
 export function printPagesLoad(figures: LoadFigure[], connections: number) {
@@ -150,7 +166,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       sizes: { type: 'string', default: '100000,1000000' },
       'pglite-sizes': { type: 'string', default: '100000' },
       connections: { type: 'string', default: '16' },
-      seconds: { type: 'string', default: '3' },
+      seconds: { type: 'string', default: '4' },
+      rounds: { type: 'string', default: '4' },
       postgres: { type: 'string' },
       json: { type: 'boolean', default: false },
     },
@@ -160,7 +177,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const db of values.db.split(',') as ('pglite' | 'postgres')[]) {
     const sizes = (db === 'pglite' ? values['pglite-sizes'] : values.sizes).split(',').map(Number);
     for (const rows of sizes) {
-      const done = await benchPagesLoad({ db, rows, connections, seconds: Number(values.seconds), postgresUrl: values.postgres });
+      const done = await benchPagesLoad({
+        db,
+        rows,
+        connections,
+        seconds: Number(values.seconds),
+        rounds: Number(values.rounds),
+        postgresUrl: values.postgres,
+      });
       printPagesLoad(done, connections);
       figures.push(...done);
     }
