@@ -5,7 +5,8 @@
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
 //                        [--page-sizes 100000,1000000] [--pg-page-sizes 100000,1000000]
-//                        [--only reads,pages,evm,many,latency,webhooks,plugins,start] [--postgres <server url>]
+//                        [--only reads,pages,pages-load,evm,many,latency,webhooks,plugins,start]
+//                        [--load-sizes 100000] [--pg-load-sizes 100000,1000000] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
 
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LatencyFigures } from './latency.js';
 import type { PageFigure } from './pages.js';
+import type { LoadFigure } from './pages-load.js';
 import { createBenchDatabase, type ReadFigure } from './reads.js';
 import { spread } from './stats.js';
 import { startFlags } from './flags.js';
@@ -32,7 +34,9 @@ const { values: a } = parseArgs({
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,pages,evm,many,latency,webhooks,plugins,start' },
+    only: { type: 'string', default: 'reads,pages,pages-load,evm,many,latency,webhooks,plugins,start' },
+    'load-sizes': { type: 'string', default: '100000' },
+    'pg-load-sizes': { type: 'string', default: '100000,1000000' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -139,6 +143,25 @@ if (only.has('pages')) {
     for (const f of figures.filter((x) => x.read.startsWith('cursor') && x.read !== 'cursor at page 1')) {
       const first = figures.find((x) => x.rows === f.rows && x.read === 'cursor at page 1')!;
       row(`pages ${db} ${f.rows} rows, GraphQL ${f.read} / at page 1`, (f.gqlMs / first.gqlMs).toFixed(2), '', null);
+    }
+  }
+}
+
+if (only.has('pages-load')) {
+  for (const db of dbs) {
+    const sizes = db === 'postgres' ? a['pg-load-sizes'] : a['load-sizes'];
+    const [r] = await bench('bench/pages-load.ts', ['--db', db, '--sizes', sizes, '--pglite-sizes', sizes, '--postgres', a.postgres]);
+    const figures = (r.figures as LoadFigure[] | undefined) ?? [];
+    for (const f of figures.filter((x) => x.page !== 'page 1')) {
+      const first = figures.find((x) => x.rows === f.rows && x.surface === f.surface && x.status === f.status && x.page === 'page 1')!;
+      const [lat, thr] = [f.medianMs / first.medianMs, f.perSecond / first.perSecond];
+      const most = f.status ? 10 : 3;
+      row(
+        `pages at 16 at once ${db} ${f.rows}, ${f.surface} ${f.status ?? 'any'} ${f.page.split(' ')[0]} / page 1`,
+        `latency ${lat.toFixed(2)}, throughput ${thr.toFixed(2)}`,
+        `<= ${most}, >= ${(1 / most).toFixed(2)}`,
+        lat <= most && thr >= 1 / most,
+      );
     }
   }
 }

@@ -6,7 +6,8 @@ process.env.TZ = 'America/New_York';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.js';
 import type { Runtime } from '../../src/core/runtime.js';
-import { readPage, readTransaction } from '../../src/core/transactions/store.js';
+import { readPage } from '../../src/core/transactions/pages.js';
+import { readTransaction } from '../../src/core/transactions/store.js';
 import { createTestDatabase, databaseKinds } from '../support/postgres.js';
 import { openTestPglite } from '../support/pglite.js';
 

@@ -9,7 +9,8 @@ import { once } from '../../lib/once.js';
 import { type Paged, paged, toCursor, toPage, toSeek, type PageAsk } from '../page.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
-import { countTransactions, publishTransaction, readAfter, readPage, readTransaction } from './store.js';
+import { readPage } from './pages.js';
+import { countTransactions, publishTransaction, readAfter, readTransaction } from './store.js';
 import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];

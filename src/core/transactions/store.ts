@@ -504,7 +504,7 @@ export async function readTransaction(rt: Runtime, id: string): Promise<Transact
 const listWhere = (status: Transaction['status'] | null | undefined) => (status ? 'relayer_id = $1 AND status = $2::"TransactionStatus"' : 'relayer_id = $1');
 
 /** The list's order, newest first, and the same order reversed. */
-const NEWEST = 'created_at DESC, id DESC';
+export const NEWEST = 'created_at DESC, id DESC';
 const OLDEST = 'created_at, id';
 
 /**
@@ -513,9 +513,16 @@ const OLDEST = 'created_at, id';
  * the filter read: an index-only scan) and counted from the nearer end of the list, whose length
  * the counters give (transaction_counts, read in the same statement so both see the same rows);
  * only the page's own rows are then read whole. Page 5,000 of 100,000 thus costs what page 1 does,
- * and the middle page of a list skips half of its index entries, not its rows.
+ * and the middle page of a list skips half of its index entries, not its rows. Pages of a relayer's
+ * whole list are found from marks along it instead where this runtime has them (pages.ts).
  */
-export function readPage(rt: Runtime, relayerId: string, status: Transaction['status'] | null | undefined, skip: number, take: number): Promise<Transaction[]> {
+export function readPageFromEnds(
+  rt: Runtime,
+  relayerId: string,
+  status: Transaction['status'] | null | undefined,
+  skip: number,
+  take: number,
+): Promise<Transaction[]> {
   if (skip === 0) return readAfter(rt, relayerId, status, null, take);
   const params = status ? [relayerId, status] : [relayerId];
   const where = listWhere(status);
