@@ -1,18 +1,9 @@
 import { GraphQLError } from 'graphql';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { relayerEntry as relayerEntryOf } from '../../src/core/relayers/entry.js';
+import { describe, expect, it } from 'vitest';
 import { conflict, invalid, notFound, unavailable } from '../../src/core/domain-error.js';
 import { fromDomainError, maskError, rateLimited } from '../../src/api/graphql/app-error.js';
 import { createLogger } from '../../src/lib/log.js';
 import { httpOf } from '../../src/api/rest/status.js';
-import { families } from '../support/families.js';
-
-const _FAMILIES = families.list;
-const NETWORK_TYPES = families.types;
-const _specOf = families.spec;
-const _relayerEntry = relayerEntryOf(NETWORK_TYPES);
-
-afterEach(() => vi.useRealTimers());
 
 describe('domain errors', () => {
   it('map to GraphQL codes in one place, and codes to HTTP statuses in one table', () => {

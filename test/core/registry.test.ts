@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { relayerEntry as relayerEntryOf } from '../../src/core/relayers/entry.js';
 import { defineFamily, type FamilySpec } from '../../src/core/family-spec.js';
@@ -10,8 +10,6 @@ const FAMILIES = families.list;
 const NETWORK_TYPES = families.types;
 const specOf = families.spec;
 const relayerEntry = relayerEntryOf(NETWORK_TYPES);
-
-afterEach(() => vi.useRealTimers());
 
 describe('chain families, listed once', () => {
   it('give the NetworkType enum and the config check their types', () => {

@@ -1,12 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { relayerEntry as relayerEntryOf } from '../../src/core/relayers/entry.js';
 import { ExpiringMap } from '../../src/lib/expiring.js';
-import { families } from '../support/families.js';
-
-const _FAMILIES = families.list;
-const NETWORK_TYPES = families.types;
-const _specOf = families.spec;
-const _relayerEntry = relayerEntryOf(NETWORK_TYPES);
 
 afterEach(() => vi.useRealTimers());
 

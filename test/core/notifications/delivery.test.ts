@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs, decide, MIN_ATTEMPTS, retryAfterMs, TargetPauses } from '../../../src/core/notifications/delivery.js';
 
-// RFC 4231, test case 2.
-const _RFC_KEY = 'Jefe';
-const _RFC_DATA = 'what do ya want for nothing?';
-const _RFC_MAC = '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843';
-
 describe('retry rules', () => {
   const s = { retryBaseMs: 1000, retryMaxDelayMs: 600_000, retryWindowMs: 86_400_000 };
   const ok = (status: number, retryAfter: string | null = null) => ({ ok: true as const, status, retryAfter });

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isPrivate } from '../../../src/core/notifications/url.js';
 
-// RFC 4231, test case 2.
-const _RFC_KEY = 'Jefe';
-const _RFC_DATA = 'what do ya want for nothing?';
-const _RFC_MAC = '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843';
-
 describe('private targets', () => {
   it.each([
     '127.0.0.1',

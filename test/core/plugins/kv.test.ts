@@ -1,4 +1,3 @@
-// The pure parts of plugins: kv keys and patterns, what a call answers, settings, the call's params and route.
 import { describe, expect, it } from 'vitest';
 import { globToLike, keyProblem } from '../../../src/core/plugins/kv.js';
 

@@ -1,4 +1,3 @@
-// The pure parts of plugins: kv keys and patterns, what a call answers, settings, the call's params and route.
 import { describe, expect, it } from 'vitest';
 import { ended, keepLine, type LogEntry, MAX_ENTRIES, MAX_LINE, statusOf, succeeded, threw } from '../../../src/core/plugins/outcome.js';
 
