@@ -155,7 +155,9 @@ describe('the OpenAPI document replayed against the service', () => {
     let seed = 1;
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {
-        if (op.tags?.includes('Not available yet') || op.tags?.includes('Health') || path.endsWith('/rpc')) continue;
+        // The JSON-RPC and sponsored bodies are checked by the relayer's family, which may refuse the
+        // operation outright (EVM relayers have no sponsored transactions) before naming a field.
+        if (op.tags?.includes('Not available yet') || op.tags?.includes('Health') || path.endsWith('/rpc') || path.includes('/sponsored/')) continue;
         const cases: Case[] = [];
         for (const p of op.parameters ?? []) cases.push(...casesOf(doc, p.schema, ids[p.name], p.in, p.name, seed++));
         const media = op.requestBody?.content['application/json'];
