@@ -13,29 +13,33 @@ import { AppError } from './app-error.js';
 
 const errorResponse = (status: number, message: string, code: string) => Response.json({ errors: [{ message, extensions: { code } }] }, { status });
 
-/** The string literals of a document it refuses: once per document (yoga caches parsed documents, REST routes are parsed at start-up). */
-const literalIssues = new WeakMap<DocumentNode, string[]>();
+/** The string literals of a document the rules refuse. */
 function documentIssues(document: DocumentNode): string[] {
-  let issues = literalIssues.get(document);
-  if (!issues) {
-    const found: string[] = [];
-    visit(document, {
-      [Kind.STRING](node) {
-        const why = textProblem(node.value);
-        if (why) found.push(`a string literal ${why}`);
-      },
-    });
-    literalIssues.set(document, (issues = found));
-  }
-  return issues;
+  const found: string[] = [];
+  visit(document, {
+    [Kind.STRING](node) {
+      const why = textProblem(node.value);
+      if (why) found.push(`a string literal ${why}`);
+    },
+  });
+  return found;
 }
 
-/** The error of an operation whose variables or string literals hold text the rules refuse, or null. */
-export function inputError(document: DocumentNode, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
-  const issues: string[] = [];
-  textIssues(variables ?? {}, '', issues);
-  issues.push(...documentIssues(document));
-  return issues.length ? new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; ')) : null;
+/**
+ * The error of an operation whose variables or string literals hold text the rules refuse, or null.
+ * A document's literals are looked at once per checker (yoga caches parsed documents, REST routes
+ * are parsed at start-up): each app makes its own.
+ */
+export function inputChecker(): (document: DocumentNode, variables: Record<string, unknown> | null | undefined) => GraphQLError | null {
+  const literalIssues = new WeakMap<DocumentNode, string[]>();
+  return (document, variables) => {
+    const issues: string[] = [];
+    textIssues(variables ?? {}, '', issues);
+    let literals = literalIssues.get(document);
+    if (!literals) literalIssues.set(document, (literals = documentIssues(document)));
+    issues.push(...literals);
+    return issues.length ? new AppError('BAD_REQUEST', 'Bad Request', issues.slice(0, 20).join('; ')) : null;
+  };
 }
 
 /** A POST body of /graphql: its text and JSON object, or the response refusing it (415, 413, 400). */
@@ -63,6 +67,7 @@ export async function readGraphQLBody(request: Request, maxBodyBytes: number): P
 }
 
 export function useInputRules(maxBodyBytes: number): Plugin {
+  const inputError = inputChecker();
   return {
     onRequestParse({ request, setRequestParser }) {
       if (request.method !== 'POST') return;

@@ -3,7 +3,7 @@ import { type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQ
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { HttpLabels, Metrics } from '../../core/metrics.js';
 import type { Context } from './context.js';
-import { inputError } from './input.js';
+import { inputChecker } from './input.js';
 import { type Charge, rootCharge, takeCharge } from './rate-limit.js';
 
 export interface Operation {
@@ -24,6 +24,7 @@ export interface Operation {
  */
 export function operationRunner(opts: { schema: GraphQLSchema; metrics: Metrics; mask: (error: unknown) => Error; rateLimitedStatus: number }) {
   const { schema, metrics, mask } = opts;
+  const inputError = inputChecker();
   // Compiled once per fixed document (a REST route's): the compiled function coerces variables and
   // resolves fields without the executor's per-request walk of the document (a quarter of the
   // executor's CPU on the send route). Resolvers, directives and scalars are the schema's.
