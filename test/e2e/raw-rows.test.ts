@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database, type Statement } from '../../src/db/client.js';
+import type { Database, Statement } from '../../src/db/client.js';
 import { isUniqueViolation } from '../../src/db/unique-violation.js';
 import { claimDue, dropStaleLeases } from '../../src/db/lease.js';
 import type { Relayer, Transaction } from '../../src/generated/prisma/client.js';
@@ -14,8 +14,8 @@ import type { Runtime } from '../../src/core/runtime.js';
 import { line } from '../../src/lib/line.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { families } from '../support/families.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
-import { openTestPglite } from '../support/pglite.js';
+import { databaseKinds } from '../support/postgres.js';
+import { openTestDatabase } from '../support/pglite.js';
 
 // The hot paths write and read transaction rows in raw SQL: what they return must be exactly what
 // Prisma reads back for the same row, on both databases.
@@ -28,13 +28,7 @@ describe.each(await databaseKinds())('raw transaction rows on %s', (kind) => {
     db.prisma.relayer.create({ data: { id, name: id, network: 'localnet', networkType: 'evm', signerId: 's', address, policies: {} } });
 
   beforeAll(async () => {
-    if (kind === 'postgres') {
-      const pg = await createTestDatabase();
-      drop = pg.drop;
-      db = await openDatabase({ databaseUrl: pg.url });
-    } else {
-      db = await openTestPglite();
-    }
+    ({ db, drop } = await openTestDatabase(kind));
     await addRelayer('r');
     await db.prisma.notification.create({ data: { id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' } });
   });

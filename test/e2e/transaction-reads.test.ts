@@ -4,12 +4,12 @@ const previousTz = process.env.TZ;
 process.env.TZ = 'America/New_York';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/client.js';
+import type { Database } from '../../src/db/client.js';
 import type { Runtime } from '../../src/core/runtime.js';
 import { readPage } from '../../src/core/transactions/pages.js';
 import { readTransaction } from '../../src/core/transactions/store.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
-import { openTestPglite } from '../support/pglite.js';
+import { databaseKinds } from '../support/postgres.js';
+import { openTestDatabase } from '../support/pglite.js';
 
 // The zone is put back for whatever runs next in this process.
 afterAll(() => {
@@ -26,13 +26,7 @@ describe.each(await databaseKinds())('API reads on %s', (kind) => {
   const sentAt = new Date('2030-01-01T00:00:00.123Z');
 
   beforeAll(async () => {
-    if (kind === 'postgres') {
-      const pg = await createTestDatabase();
-      drop = pg.drop;
-      db = await openDatabase({ databaseUrl: pg.url });
-    } else {
-      db = await openTestPglite();
-    }
+    ({ db, drop } = await openTestDatabase(kind));
     rt = { db } as unknown as Runtime;
     await db.prisma.relayer.create({
       data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },

@@ -33,3 +33,14 @@ export async function openTestPglite(): Promise<Database> {
     },
   };
 }
+
+/**
+ * A migrated database of `kind` of its own: PGlite as openTestPglite, or a new database on the
+ * PostgreSQL server; `drop` removes the latter once the database is closed.
+ */
+export async function openTestDatabase(kind: 'pglite' | 'postgres'): Promise<{ db: Database; drop?: () => Promise<void> }> {
+  if (kind === 'pglite') return { db: await openTestPglite() };
+  const [{ openDatabase }, { createTestDatabase }] = await Promise.all([import('../../src/db/client.js'), import('./postgres.js')]);
+  const pg = await createTestDatabase();
+  return { db: await openDatabase({ databaseUrl: pg.url }), drop: pg.drop };
+}

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keccak256, toHex } from 'viem';
 import { keepUserOp, markFailed, markIncluded, markSubmitted, pendingUserOps, userOpByHash, type NewUserOp } from '../../../../src/chains/evm/aa/store.js';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
-import { openDatabase, type Database } from '../../../../src/db/client.js';
-import { createTestDatabase, databaseKinds } from '../../../support/postgres.js';
-import { openTestPglite } from '../../../support/pglite.js';
+import type { Database } from '../../../../src/db/client.js';
+import { databaseKinds } from '../../../support/postgres.js';
+import { openTestDatabase } from '../../../support/pglite.js';
 
 describe.each(await databaseKinds())('user operations on %s', (kind) => {
   let db: Database;
@@ -14,13 +14,7 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
   let txId: string;
 
   beforeAll(async () => {
-    if (kind === 'postgres') {
-      const pg = await createTestDatabase();
-      drop = pg.drop;
-      db = await openDatabase({ databaseUrl: pg.url });
-    } else {
-      db = await openTestPglite();
-    }
+    ({ db, drop } = await openTestDatabase(kind));
     await db.prisma.relayer.create({
       data: { id: 'r', name: 'r', network: 'localnet', networkType: 'evm', signerId: 's', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', policies: {} },
     });
