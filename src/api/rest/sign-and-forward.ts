@@ -20,6 +20,15 @@ const relayerId = { relayer_id: { gql: 'relayerId', description: "The relayer's 
 const hash32 = z.string().regex(BYTES32, 'must be 32 bytes of hex');
 
 /** A message signature in the reference's form: EVM `{r, s, v, sig}`, ed25519 `{signature, public_key}`. */
+/** The body of both sponsored routes: the user's transaction and the token it pays the fee in. */
+const SPONSORED_BODY = {
+  variable: 'request',
+  description: 'The transaction and the fee token.',
+  schema: z.object({}),
+  json: { $ref: '#/components/schemas/SponsoredTransactionRequest' },
+  example: { transaction: 'AQAAAA…', fee_token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
+};
+
 function messageSignature(s: RestMessageSignatureFragment) {
   return s.__typename === 'EvmSignature' ? { r: s.r, s: s.s, v: s.v, sig: s.sig } : { signature: s.signature, public_key: s.publicKey };
 }
@@ -118,13 +127,7 @@ export const directRoutes: Route[] = [
     document: RestSponsoredQuoteDocument,
     field: { type: 'Mutation', name: 'sponsoredQuote' },
     pathParams: relayerId,
-    body: {
-      variable: 'request',
-      description: 'The transaction and the fee token.',
-      schema: z.object({}),
-      json: { $ref: '#/components/schemas/SponsoredTransactionRequest' },
-      example: { transaction: 'AQAAAA…', fee_token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
-    },
+    body: SPONSORED_BODY,
     status: 200,
     response: { schema: 'SponsoredTransactionQuote', list: false },
     errors: [404],
@@ -141,13 +144,7 @@ export const directRoutes: Route[] = [
     document: RestBuildSponsoredTransactionDocument,
     field: { type: 'Mutation', name: 'buildSponsoredTransaction' },
     pathParams: relayerId,
-    body: {
-      variable: 'request',
-      description: 'The transaction and the fee token.',
-      schema: z.object({}),
-      json: { $ref: '#/components/schemas/SponsoredTransactionRequest' },
-      example: { transaction: 'AQAAAA…', fee_token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
-    },
+    body: SPONSORED_BODY,
     status: 200,
     response: { schema: 'SponsoredTransactionBuild', list: false },
     errors: [404],
