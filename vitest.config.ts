@@ -10,6 +10,7 @@ const UNIT = [
   'test/api/rest/operations.test.ts',
   'test/chains/evm/decide.test.ts',
   'test/chains/evm/aa/userop.test.ts',
+  'test/chains/evm/aa/policy.test.ts',
   'test/chains/solana/decide.test.ts',
   'test/chains/stellar/decide.test.ts',
   'test/core/access/permissions.test.ts',

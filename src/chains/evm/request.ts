@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { camelName, camelShape, graphqlInfo, validUntilInfo } from '../../core/family-spec.js';
 import { atMost, checkRules, excludes, requiredWithout, rulesJson, together } from '../../lib/field-rules.js';
+import { userOperationsPolicy } from './aa/policy.js';
 import { boundedInt, evmAddress, hexData, INT64_MAX, readStored, rfc3339, u128 } from '../../lib/validate.js';
 
 // The EVM family's policy and send request (spec.ts offers them; the pipeline reads them).
@@ -20,6 +21,8 @@ export const evmPolicy = z
     min_balance: u128,
     private_transactions: z.boolean(),
     whitelist_receivers: z.array(evmAddress),
+    /** Ours: the relayer as an ERC-4337 bundler and paymaster (aa/policy.ts). */
+    user_operations: userOperationsPolicy,
   })
   .partial()
   .strict();
