@@ -1,6 +1,6 @@
 import type { PubSub } from 'graphql-yoga';
 import type { Database } from '../db/client.js';
-import type { Transaction } from '../generated/prisma/client.js';
+import type { Transaction, UserOperation } from '../generated/prisma/client.js';
 import type { RateLimits } from '../lib/rate-limits.js';
 import type { Crash } from '../lib/crash.js';
 import type { Line } from '../lib/line.js';
@@ -16,6 +16,9 @@ import type { StateOf } from './state.js';
 export type Topics = {
   'transaction:relayer': [relayerId: string, tx: Transaction];
   'transaction:id': [transactionId: string, tx: Transaction];
+  /** An ERC-4337 operation's row at each status change, by relayer and by its hash (lower-case). */
+  'userOperation:relayer': [relayerId: string, op: UserOperation];
+  'userOperation:hash': [hash: string, op: UserOperation];
 };
 
 /** This instance's transaction worker (core/worker.ts), as the rest of the service reaches it. */
