@@ -26,7 +26,7 @@ import { startMetricsServer } from './metrics/server.js';
 import { applyNetworkOverrides } from './core/networks.js';
 import { closeSigners, signerFor } from './core/signers.js';
 import { followChanges } from './core/follow.js';
-import { custodiesOf } from './signers/custody.js';
+import { custodiesOf, type Custodies } from './signers/custody.js';
 import { CUSTODY_TYPES } from './signers/list.js';
 import { loadPlugins, stopPlugins } from './core/plugins/pool.js';
 
@@ -75,13 +75,17 @@ async function resolveApiKey(env: Env, log: Logger): Promise<string> {
   return key;
 }
 
-export async function startService(given: Env, opts: { log?: Logger; workers?: boolean } = {}): Promise<Service> {
+export async function startService(
+  given: Env,
+  /** `custodies`: the signer types offered (default: signers/list.ts). */
+  opts: { log?: Logger; workers?: boolean; custodies?: Custodies } = {},
+): Promise<Service> {
   const log = opts.log ?? createLogger(given.logLevel);
   const apiKey = await resolveApiKey(given, log);
   const env = { ...given, signerStoreKey: await resolveStoreKey(given) };
   // The chain families offered (chains/list.ts) with their pipelines: everything below derives from them.
   const families = await loadFamilies(FAMILY_SPECS);
-  const custodies = custodiesOf(CUSTODY_TYPES);
+  const custodies = opts.custodies ?? custodiesOf(CUSTODY_TYPES);
   const config = await loadConfig(env.configPath, families, process.env, custodies);
   const signers = await loadSigners(config, families);
   // Compiled and loaded once here: a plugin that does not is a config problem, all listed at once.

@@ -76,6 +76,21 @@ export function signerInputs(custodies: Custodies) {
   };
 }
 
+/**
+ * A create request of each type as the document states it: `type` and the config that type takes
+ * (`local`: a keystore with its passphrase, or nothing for a new key; `plain`: a key; a custody: its
+ * own schema). The service checks each with the same schemas (stored(), secretOf()).
+ */
+export function signerCreateVariants(custodies: Custodies): z.ZodObject[] {
+  const of = (type: string, config: z.ZodType) => z.strictObject({ id: signerId.nullish(), type: z.literal(type), config }).meta({ title: `type ${type}` });
+  const keystore = keyConfig.pick({ keystore: true, passphrase: true }).required();
+  return [
+    of('local', z.union([keystore, z.strictObject({})]).nullish()),
+    of('plain', keyConfig.pick({ key: true }).required()),
+    ...[...custodies.values()].map((c) => of(c.type, c.config.safeParse({}).success ? c.config.nullish() : c.config)),
+  ];
+}
+
 type SignerInputs = ReturnType<typeof signerInputs>;
 export type CreateSignerInput = z.input<SignerInputs['createInput']>;
 export type UpdateSignerInput = z.input<SignerInputs['updateInput']>;

@@ -57,8 +57,8 @@ export function arbitraryOf(doc: { components: { schemas: Record<string, Json> }
     case 'boolean':
       return fc.boolean();
     case 'integer': {
-      const min = s.minimum !== undefined ? BigInt(s.minimum) : -(2n ** 64n);
-      const max = s.maximum !== undefined ? BigInt(s.maximum) : 2n ** 64n;
+      const min = s.minimum !== undefined ? BigInt(s.minimum) : s.exclusiveMinimum !== undefined ? BigInt(s.exclusiveMinimum) + 1n : -(2n ** 64n);
+      const max = s.maximum !== undefined ? BigInt(s.maximum) : s.exclusiveMaximum !== undefined ? BigInt(s.exclusiveMaximum) - 1n : 2n ** 64n;
       const edges = fc.constantFrom(min, max, min + (max > min ? 1n : 0n));
       return fc
         .oneof(edges, fc.bigInt({ min, max }))

@@ -6,6 +6,7 @@ import { startAnvil } from '../../src/chains/evm/anvil.js';
 import { parseEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/lib/log.js';
 import { startService, type Service } from '../../src/service.js';
+import type { Custodies } from '../../src/signers/custody.js';
 import { seedPglite } from './pglite.js';
 import { createTestDatabase } from './postgres.js';
 
@@ -73,6 +74,7 @@ export async function startTestService(
     anvil?: boolean | { blockTime?: number; gasLimit?: number };
     env?: Record<string, string>;
     workers?: boolean;
+    custodies?: Custodies;
   } = {},
 ): Promise<TestService> {
   const dir = await mkdtemp(path.join(tmpdir(), 'relayer-test-'));
@@ -98,7 +100,7 @@ export async function startTestService(
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    return await wrap(await startService(env, { log: createLogger(env.logLevel), workers: opts.workers }));
+    return await wrap(await startService(env, { log: createLogger(env.logLevel), workers: opts.workers, custodies: opts.custodies }));
   } catch (e) {
     await cleanup();
     throw e;

@@ -22,7 +22,7 @@ import { rpcConfigs } from '../../core/rpc-urls.js';
 import { updateInput as networkUpdate } from '../../core/networks.js';
 import type { FamilySpecs } from '../../core/registry.js';
 import { createEntry } from '../../core/relayers/manage.js';
-import { signerInputs } from '../../core/signers.js';
+import { signerCreateVariants, signerInputs } from '../../core/signers.js';
 import type { Custodies } from '../../signers/custody.js';
 import { json } from './envelope.js';
 import { int64 } from '../../lib/validate.js';
@@ -266,6 +266,7 @@ export function entityRoutes({ transactionRecord, relayerRecord, policiesField }
         variable: 'input',
         description: 'The signer.',
         schema: signerCreate,
+        variants: signerCreateVariants(custodies),
         example: { id: 'new-signer', type: 'local' },
       },
       status: 201,

@@ -341,7 +341,13 @@ function withTextRule(doc: JsonSchema): JsonSchema {
 }
 
 function requestBody(body: NonNullable<CompiledRoute['route']['body']>, defs: Record<string, JsonSchema>): JsonSchema {
-  const schema = body.json ?? (body.shapes ? { oneOf: body.shapes.map((f) => ref(f.send.name)) } : jsonSchemaOf(body.schema, defs));
+  const schema =
+    body.json ??
+    (body.shapes
+      ? { oneOf: body.shapes.map((f) => ref(f.send.name)) }
+      : body.variants
+        ? { oneOf: body.variants.map((v) => jsonSchemaOf(v, defs)) }
+        : jsonSchemaOf(body.schema, defs));
   return { required: true, description: body.description, content: { 'application/json': { schema, example: body.example } } };
 }
 

@@ -51,6 +51,8 @@ export interface Route<TData = any> {
     example: Record<string, unknown>;
     /** The documented body: the families' send shapes (A, B, C), one of which the relayer's type takes. */
     shapes?: readonly FamilySpec[];
+    /** The documented body: one of these objects (the service checks which by its own rules: a signer's config by its type). */
+    variants?: readonly z.ZodObject[];
     /** The whole body (a JSON object or array) is the variable as it is, checked by the service; its JSON Schema. */
     json?: Record<string, unknown>;
     /** The body's variable made from the body (json bodies). */

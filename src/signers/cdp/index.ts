@@ -26,7 +26,7 @@ const config = z
     api_key_id: z.string().min(1),
     api_key_secret: secretValue,
     wallet_secret: secretValue,
-    account_address: z.string().refine((a) => EVM_ADDRESS.test(a) || SOLANA_ADDRESS.test(a), 'must be an EVM 0x address or a Solana base58 address'),
+    account_address: z.string().regex(new RegExp(`${EVM_ADDRESS.source}|${SOLANA_ADDRESS.source}`), 'must be an EVM 0x address or a Solana base58 address'),
     base_path: urlText.url().optional(),
   })
   .strict();

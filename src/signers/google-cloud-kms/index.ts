@@ -6,7 +6,6 @@ import { createPrivateKey } from 'node:crypto';
 import type { KeyManagementServiceClient } from '@google-cloud/kms';
 import { z } from 'zod';
 import { type Curve, CustodyError, type CustodyFault, type CustodyType, type KeyCustody, secretValue } from '../custody.js';
-import { urlText } from '../../lib/validate.js';
 import { derToCompact, spkiPublicKey } from '../der.js';
 
 // The client library is loaded at the first call of a google_cloud_kms signer, not with the service.
@@ -36,6 +35,14 @@ const keyVersion = z
   })
   .strict();
 
+// What api_endpoint may be, as a pattern the API's document can state: a DNS name whose last label
+// starts with a letter (a numeric one would be read as an IPv4 address), or a dotted IPv4 address.
+const LABEL = '[A-Za-z0-9]+(-[A-Za-z0-9]+)*';
+const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const PORT = '([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+const LAST_LABEL = '[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*';
+const ENDPOINT = new RegExp(`^(https?://)?((${LABEL}\\.)*${LAST_LABEL}|(${OCTET}\\.){3}${OCTET})(:${PORT})?/?$`);
+
 /** `https://host[:port]`, `http://host[:port]` or a bare `host[:port]` (HTTPS). */
 function endpointOf(text: string): { apiEndpoint: string; port: number; protocol: 'http' | 'https' } | undefined {
   try {
@@ -53,8 +60,9 @@ const config = z
   .object({
     service_account: serviceAccount,
     key: keyVersion,
-    api_endpoint: urlText
-      .min(1)
+    api_endpoint: z
+      .string()
+      .regex(ENDPOINT, 'must be http(s)://host[:port] or host[:port]')
       .refine((t) => endpointOf(t) !== undefined, 'must be http(s)://host[:port] or host[:port]')
       .optional(),
   })

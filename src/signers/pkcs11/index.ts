@@ -38,6 +38,10 @@ const config = z
     if ((c.key_label === undefined) === (c.key_id === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['key_label'], message: 'give exactly one of key_label or key_id to choose the key' });
     }
+  })
+  // The same two rules, as the API's document states them.
+  .meta({
+    allOf: [{ oneOf: [{ required: ['token_label'] }, { required: ['slot'] }] }, { oneOf: [{ required: ['key_label'] }, { required: ['key_id'] }] }],
   });
 export type Pkcs11Config = z.infer<typeof config>;
 

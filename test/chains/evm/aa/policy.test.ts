@@ -19,8 +19,8 @@ describe('user_operations policy', () => {
   it('takes an existing paymaster, one EntryPoint and sponsorship limits', () => {
     const p = userOperationsPolicy.parse({
       entry_points: [ENTRY_POINT_V08],
-      paymaster: { address: '0x' + 'ab'.repeat(20) },
-      sponsorship: { allowed_targets: ['0x' + 'cd'.repeat(20)], max_cost_per_operation: '5', max_operations_per_sender_per_hour: 3 },
+      paymaster: { address: `0x${'ab'.repeat(20)}` },
+      sponsorship: { allowed_targets: [`0x${'cd'.repeat(20)}`], max_cost_per_operation: '5', max_operations_per_sender_per_hour: 3 },
     });
     expect(servedEntryPoints(p)).toEqual([ENTRY_POINT_V08.toLowerCase()]);
   });
@@ -29,10 +29,10 @@ describe('user_operations policy', () => {
     expect(messages({ paymaster: { deploy: true, deposit: 1 } }).join('\n')).toMatch(/paymaster/);
     expect(messages({ paymaster: { deploy: true, deposit: '01' } }).length).toBeGreaterThan(0);
     expect(messages({ paymaster: { deploy: true, deposit: '1'.repeat(40) } }).length).toBeGreaterThan(0);
-    expect(messages({ entry_points: ['0x' + '11'.repeat(20)], paymaster: { address: '0x' + 'ab'.repeat(20) } })).toEqual([
+    expect(messages({ entry_points: [`0x${'11'.repeat(20)}`], paymaster: { address: `0x${'ab'.repeat(20)}` } })).toEqual([
       expect.stringMatching(/^user_operations\.entry_points\.0: must be EntryPoint v0\.7/),
     ]);
-    expect(messages({ paymaster: { address: '0x' + 'ab'.repeat(20) }, bundle_size: 3 })).toEqual([expect.stringMatching(/bundle_size/)]);
+    expect(messages({ paymaster: { address: `0x${'ab'.repeat(20)}` }, bundle_size: 3 })).toEqual([expect.stringMatching(/bundle_size/)]);
     expect(messages({})).toEqual([expect.stringMatching(/^user_operations\.paymaster/)]);
   });
 });
