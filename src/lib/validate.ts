@@ -10,15 +10,16 @@ export interface IntegerFormat {
   max: bigint;
 }
 
-// By schema definition: a schema's .meta()/.describe() copies share its definition.
-const integerFormats = new WeakMap<object, IntegerFormat>();
+// Kept on the schema's definition, which its .meta()/.describe() copies share.
+const FORMAT = Symbol('integer format');
+type Marked = { [FORMAT]?: IntegerFormat };
 
 /**
  * Marks `schema` as an integer of `format` (for the REST checks, GraphQL types and documents), its
  * JSON Schema an integer within the bounds; returns it.
  */
 export function asInteger<T extends z.ZodType>(schema: T, format: IntegerFormat): T {
-  integerFormats.set(schema._zod.def, format);
+  (schema._zod.def as Marked)[FORMAT] = format;
   // Bounds as text: a JSON Schema is made through JSON.stringify, which takes no bigint (see jsonBound).
   z.globalRegistry.add(schema, { type: 'integer', format: format.format, minimum: `${format.min}`, maximum: `${format.max}` } as never);
   return schema;
@@ -35,7 +36,7 @@ export function unwrap(schema: z.ZodType): z.ZodType {
 }
 
 /** The integer format of a schema, or undefined (see unwrap for one inside wrappers). */
-export const integerFormatOf = (schema: z.ZodType): IntegerFormat | undefined => integerFormats.get(schema._zod.def);
+export const integerFormatOf = (schema: z.ZodType): IntegerFormat | undefined => (schema._zod.def as Marked)[FORMAT];
 
 const kindOf = (v: unknown) =>
   v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'bigint' ? 'a number' : `${/^[aeiou]/.test(typeof v) ? 'an' : 'a'} ${typeof v}`;

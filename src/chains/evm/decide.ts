@@ -29,6 +29,8 @@ export interface Work {
   lost?: boolean;
   /** Waiting behind a lower nonce of the account that is not mined yet. */
   behind?: boolean;
+  /** `tx`'s state in canonical form, worked out once for the row (a row read never changes). */
+  stored?: { tx: Transaction; canonical: string };
 }
 
 /** The network's pace, as decisions need it. */
@@ -122,15 +124,13 @@ export const unchanged = (w: Work) =>
   w.reason === undefined &&
   Object.keys(w.patch).length === 0 &&
   reasonOf(w) === w.tx.statusReason &&
-  canonicalJson(w.st) === storedCanonical(w.tx);
+  canonicalJson(w.st) === storedCanonical(w);
 
-// A row read from the database never changes, so its state's canonical form is worked out once.
-const stored = new WeakMap<Transaction, string>();
-function storedCanonical(tx: Transaction): string {
-  let c = stored.get(tx);
+function storedCanonical(w: Work): string {
+  const { tx } = w;
   // A new row's state is null: the same as the state it reads as.
-  if (c === undefined) stored.set(tx, (c = canonicalJson(tx.chainState === null ? readState(tx) : tx.chainState)));
-  return c;
+  if (w.stored?.tx !== tx) w.stored = { tx, canonical: canonicalJson(tx.chainState === null ? readState(tx) : tx.chainState) };
+  return w.stored.canonical;
 }
 
 /** Every hash this transaction was ever signed as, at any nonce: any of them may be the one mined. */
