@@ -13,6 +13,8 @@ import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
 import { signEnvelope } from './build.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
+import { buildSponsored, quoteSponsored } from './gasless.js';
+import { contextOf } from './pipeline.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
   const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'stellar'));
@@ -72,6 +74,10 @@ export const stellarDirect: DirectOps = {
     }
     const signature = await signEnvelope(tx, signer);
     return { kind: 'stellar', signedXdr: tx.toXDR(), signature };
+  },
+  sponsored: {
+    quote: (rt, relayer, request) => quoteSponsored(contextOf(rt, relayer), request),
+    build: (rt, relayer, request) => buildSponsored(contextOf(rt, relayer), request),
   },
   rpc: {
     refusal: stellarRefusal,
