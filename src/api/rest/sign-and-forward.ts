@@ -216,9 +216,13 @@ export const directSchemas: Record<string, JsonSchema> = {
   },
   SponsoredTransactionQuote: {
     description:
-      'Solana: the fee in whole tokens and the price, whole tokens per SOL. Stellar: the fee in the token\'s base units and in whole tokens, and the price, whole tokens per XLM. All decimal strings.',
+      "Solana: the fee in whole tokens and the price, whole tokens per SOL. Stellar: the fee in the token's base units and in whole tokens, and the price, whole tokens per XLM. All decimal strings.",
     oneOf: [
-      { type: 'object', required: ['estimated_fee', 'conversion_rate'], properties: { estimated_fee: { type: 'string' }, conversion_rate: { type: 'string' } } },
+      {
+        type: 'object',
+        required: ['estimated_fee', 'conversion_rate'],
+        properties: { estimated_fee: { type: 'string' }, conversion_rate: { type: 'string' } },
+      },
       {
         type: 'object',
         required: ['fee_in_token', 'fee_in_token_ui', 'conversion_rate'],
