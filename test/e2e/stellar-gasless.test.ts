@@ -270,6 +270,22 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     expect(stub.applied().length).toBe(applied);
   });
 
+  it('signs without sending, as the reference does for a relayer whose users pay, only a transaction that pays it within two minutes', async () => {
+    const built = await build(byOperations(1_000));
+    const ok = await client.relayers.signTransaction(RELAYER, { unsigned_xdr: built.transaction } as never);
+    const answer = ok.data.data as { signedXdr?: string; signed_xdr?: string; signature: string };
+    const signedTx = new Transaction((answer.signed_xdr ?? answer.signedXdr)!, PASSPHRASE);
+    expect(Keypair.fromPublicKey(relayer).verify(signedTx.hash(), Buffer.from(answer.signature, 'base64'))).toBe(true);
+
+    const unpaid = await sdkError(client.relayers.signTransaction(RELAYER, { unsigned_xdr: userXdr() } as never));
+    expect(unpaid.status).toBe(400);
+    expect(unpaid.body.error).toMatch(/^unsigned_xdr: must have time bounds ending within 120 seconds/);
+    const noFee = new Transaction(built.transaction, PASSPHRASE).toEnvelope();
+    noFee.v1().tx().operations([noFee.v1().tx().operations()[0]]);
+    const refused = await sdkError(client.relayers.signTransaction(RELAYER, { unsigned_xdr: noFee.toXDR('base64') } as never));
+    expect(refused.body.error).toMatch(/^policy fee_payment_strategy: the relayer's users pay its fees, and the transaction pays the relayer no fee/);
+  });
+
   it('refuses a tampered build (fee lowered, fee payment removed, altered after signing) and an expired one, sending nothing', async () => {
     const applied = stub.applied().length;
     const count = async () => ((await client.relayers.listTransactions(RELAYER, 1, 100)).data.data as unknown[]).length;

@@ -5,7 +5,8 @@
 // arithmetic and the rules follow the reference relayer's classic sponsored transactions.
 import { Account, Asset, FeeBumpTransaction, Keypair, Operation, StrKey, Transaction, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid } from '../../core/domain-error.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
+import { JsonRpcError, RpcUnavailableError } from '../jsonrpc.js';
 import { convert, fixedRate, priceOf, uiAmount, wholeRate, withMargin, type Rate } from '../../core/prices.js';
 import type { Runtime } from '../../core/runtime.js';
 import type { Network } from '../../core/settings.js';
@@ -257,6 +258,8 @@ async function plan(c: GaslessCtx, body: unknown): Promise<Plan> {
 
 function requestError(e: unknown): never {
   if (e instanceof StellarRequestError) throw invalid(e.message);
+  if (e instanceof RpcUnavailableError) throw unavailable(`the network's Stellar RPC does not answer: ${e.message}`);
+  if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the request: ${e.message}`);
   throw e;
 }
 
@@ -324,10 +327,18 @@ function signedBySource(tx: Transaction): boolean {
  * gasless checks, a source signature that still verifies (not altered after signing), and exactly
  * one payment to the relayer, in an allowed token, of at least what the fee costs now.
  */
-export async function checkFeePaid(c: GaslessCtx, tx: Transaction): Promise<void> {
+export async function checkFeePaid(c: GaslessCtx, tx: Transaction, opts: { field?: string; signing?: boolean } = {}): Promise<void> {
   const relayer = c.signer.address;
-  checkGasless(tx, relayer, Math.floor(Date.now() / 1000));
-  if (!signedBySource(tx)) throw fail('transaction_xdr', `its source account ${tx.source} has not signed it as it is (altered after signing?)`);
+  const now = Math.floor(Date.now() / 1000);
+  checkGasless(tx, relayer, now);
+  const field = opts.field ?? 'transaction_xdr';
+  if (opts.signing) {
+    // Signing without sending (the reference's signTransaction): bounded to the sponsored validity.
+    const maxTime = Number(tx.timeBounds?.maxTime ?? 0);
+    if (maxTime === 0) throw fail(field, `must have time bounds ending within ${SPONSORED_VALIDITY_SECONDS} seconds (it has none)`);
+    if (maxTime - now > SPONSORED_VALIDITY_SECONDS)
+      throw fail(field, `its time bounds end ${maxTime - now} seconds from now, beyond the ${SPONSORED_VALIDITY_SECONDS} allowed`);
+  } else if (!signedBySource(tx)) throw fail(field, `its source account ${tx.source} has not signed it as it is (altered after signing?)`);
   await checkSequence(c, tx);
   const payments = tx.operations.flatMap((op) => (op.type === 'payment' && baseAccount(op.destination) === relayer ? [op] : []));
   if (payments.length === 0) throw policyError('fee_payment_strategy', "the relayer's users pay its fees, and the transaction pays the relayer no fee");
