@@ -1,6 +1,7 @@
 // A local stand-in for Stellar RPC: enough of the JSON-RPC API, with enough of
-// the ledger rules (signatures, sequence numbers, fees, time bounds, native
-// payments), to run the relayer's Stellar path end to end without a network.
+// the ledger rules (signatures, sequence numbers, fees, time bounds, payments
+// of XLM and of classic assets over trustlines), to run the relayer's Stellar
+// path end to end without a network.
 import {
   Address,
   FeeBumpTransaction,
@@ -23,6 +24,10 @@ export type StellarRpcStub = {
   ledger(): { sequence: number; closeTime: number };
   account(address: string): { balance: bigint; sequence: bigint } | undefined;
   setAccount(address: string, state: { balance?: bigint; sequence?: bigint }): void;
+  /** The account's balance of a classic asset (`CODE:ISSUER`), in its stroops; undefined without a trustline. */
+  trustline(address: string, asset: string): bigint | undefined;
+  /** Opens (or sets the balance of) the account's trustline to a classic asset `CODE:ISSUER`. */
+  setTrustline(address: string, asset: string, balance: bigint): void;
   /** Closes a ledger now: applies queued transactions. */
   closeLedger(): void;
   /** The next sendTransaction answers with this status instead of validating. */
@@ -40,6 +45,8 @@ export type StellarRpcStub = {
 
 const BASE_FEE = 100n;
 const BASE_RESERVE = 10_000_000n; // 1 XLM: 2 x 0.5 XLM for an account without subentries
+const SUBENTRY_RESERVE = 5_000_000n; // 0.5 XLM more for each trustline
+const MAX_LIMIT = (1n << 63n) - 1n;
 const PROTOCOL_VERSION = 23;
 
 type Envelope = Transaction | FeeBumpTransaction;
@@ -101,6 +108,10 @@ export async function startStellarRpc(opts: {
   const { networkPassphrase } = opts;
   const networkId = sha256(Buffer.from(networkPassphrase));
   const accounts = new Map<string, { balance: bigint; sequence: bigint }>();
+  /** Trustlines by account, then by `CODE:ISSUER`: the balance. */
+  const trustlines = new Map<string, Map<string, bigint>>();
+  const linesOf = (address: string) => trustlines.get(address) ?? new Map<string, bigint>();
+  const reserveOf = (address: string) => BASE_RESERVE + SUBENTRY_RESERVE * BigInt(linesOf(address).size);
   for (const a of opts.accounts) accounts.set(a.address, { balance: a.balance, sequence: a.sequence });
   let ledgerSeq = 1000;
   let closeTime = nowSeconds();
@@ -148,7 +159,7 @@ export async function startStellarRpc(opts: {
       const payer = accounts.get(env.feeSource);
       if (!payer) return txResult(fee, xdr.TransactionResultResult.txNoAccount());
       if (!hasSignatureFrom(env.signatures, env.hash(), env.feeSource)) return txResult(fee, xdr.TransactionResultResult.txBadAuth());
-      if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
+      if (payer.balance - fee < reserveOf(env.feeSource)) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
       const innerArm = checkInner(inner, at, pendingFrom(inner.source));
       if (innerArm) {
         const asInner = (xdr.InnerTransactionResultResult as unknown as Record<string, () => xdr.InnerTransactionResultResult>)[innerArm.switch().name]();
@@ -160,14 +171,21 @@ export async function startStellarRpc(opts: {
     const arm = checkInner(env, at, pendingFrom(env.source));
     if (arm) return txResult(fee, arm);
     const payer = accounts.get(env.source)!;
-    if (payer.balance - fee < BASE_RESERVE) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
+    if (payer.balance - fee < reserveOf(env.source)) return txResult(fee, xdr.TransactionResultResult.txInsufficientBalance());
     return null;
   }
 
   // Applies operations to a copy of the balances; returns op results and whether all succeeded.
-  function applyOps(tx: Transaction): { ok: boolean; results: xdr.OperationResult[]; balances: Map<string, bigint> } {
+  function applyOps(tx: Transaction): { ok: boolean; results: xdr.OperationResult[]; balances: Map<string, bigint>; lines: Map<string, Map<string, bigint>> } {
     const balances = new Map<string, bigint>();
     const bal = (a: string) => balances.get(a) ?? accounts.get(a)?.balance;
+    // Trustlines as the operations leave them (copies of the touched accounts' lines).
+    const lines = new Map<string, Map<string, bigint>>();
+    const linesFor = (a: string) => {
+      let l = lines.get(a);
+      if (!l) lines.set(a, (l = new Map(linesOf(a))));
+      return l;
+    };
     const results: xdr.OperationResult[] = [];
     let ok = true;
     for (const op of tx.operations) {
@@ -176,10 +194,9 @@ export async function startStellarRpc(opts: {
         const to = baseAccount(op.destination);
         const amount = amountToStroops(op.amount);
         let res: xdr.PaymentResult;
-        if (!op.asset.isNative())
-          res = xdr.PaymentResult.paymentSuccess(); // credit assets are not tracked
+        if (!op.asset.isNative()) res = creditPayment(from, to, `${op.asset.getCode()}:${op.asset.getIssuer()}`, amount);
         else if (bal(to) === undefined) res = xdr.PaymentResult.paymentNoDestination();
-        else if ((bal(from) ?? 0n) - amount < BASE_RESERVE) res = xdr.PaymentResult.paymentUnderfunded();
+        else if ((bal(from) ?? 0n) - amount < reserveOf(from)) res = xdr.PaymentResult.paymentUnderfunded();
         else {
           balances.set(from, bal(from)! - amount);
           balances.set(to, bal(to)! + amount);
@@ -187,6 +204,25 @@ export async function startStellarRpc(opts: {
         }
         if (res.switch().name !== 'paymentSuccess') ok = false;
         results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.payment(res)));
+      } else if (op.type === 'changeTrust' && 'code' in op.line) {
+        const source = baseAccount(op.source ?? tx.source);
+        const asset = `${op.line.getCode()}:${op.line.getIssuer()}`;
+        const mine = linesFor(source);
+        let res: xdr.ChangeTrustResult;
+        if (op.line.getIssuer() === source) res = xdr.ChangeTrustResult.changeTrustMalformed();
+        else if (amountToStroops(op.limit) === 0n) {
+          if ((mine.get(asset) ?? 0n) > 0n) res = xdr.ChangeTrustResult.changeTrustInvalidLimit();
+          else {
+            mine.delete(asset);
+            res = xdr.ChangeTrustResult.changeTrustSuccess();
+          }
+        } else if (!mine.has(asset) && (bal(source) ?? 0n) < reserveOf(source) + SUBENTRY_RESERVE) res = xdr.ChangeTrustResult.changeTrustLowReserve();
+        else {
+          if (!mine.has(asset)) mine.set(asset, 0n);
+          res = xdr.ChangeTrustResult.changeTrustSuccess();
+        }
+        if (res.switch().name !== 'changeTrustSuccess') ok = false;
+        results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.changeTrust(res)));
       } else if (op.type === 'invokeHostFunction') {
         // Contracts are not executed: every invocation succeeds and returns void.
         const success = xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(sha256(xdr.ScVal.scvVoid().toXDR()));
@@ -196,7 +232,20 @@ export async function startStellarRpc(opts: {
         results.push(xdr.OperationResult.opNotSupported());
       }
     }
-    return { ok, results, balances };
+    return { ok, results, balances, lines };
+
+    // A classic asset moves between trustlines; its issuer mints it by paying and burns what it is paid.
+    function creditPayment(from: string, to: string, asset: string, amount: bigint): xdr.PaymentResult {
+      const issuer = asset.slice(asset.indexOf(':') + 1);
+      if (bal(to) === undefined) return xdr.PaymentResult.paymentNoDestination();
+      if (from !== issuer && !linesFor(from).has(asset)) return xdr.PaymentResult.paymentSrcNoTrust();
+      if (to !== issuer && !linesFor(to).has(asset)) return xdr.PaymentResult.paymentNoTrust();
+      if (from !== issuer && linesFor(from).get(asset)! < amount) return xdr.PaymentResult.paymentUnderfunded();
+      if (to !== issuer && linesFor(to).get(asset)! + amount > MAX_LIMIT) return xdr.PaymentResult.paymentLineFull();
+      if (from !== issuer) linesFor(from).set(asset, linesFor(from).get(asset)! - amount);
+      if (to !== issuer) linesFor(to).set(asset, linesFor(to).get(asset)! + amount);
+      return xdr.PaymentResult.paymentSuccess();
+    }
   }
 
   function closeLedger(): void {
@@ -216,8 +265,9 @@ export async function startStellarRpc(opts: {
       const fee = minFee(inner, isBump ? 1 : 0);
       accounts.get(feeSource)!.balance -= fee;
       source.sequence = BigInt(inner.sequence);
-      const { ok, results: opResults, balances } = applyOps(inner);
+      const { ok, results: opResults, balances, lines } = applyOps(inner);
       if (ok) for (const [a, b] of balances) accounts.get(a)!.balance = b;
+      if (ok) for (const [a, l] of lines) trustlines.set(a, l);
       const R = xdr.TransactionResultResult;
       const IR = xdr.InnerTransactionResultResult;
       const result = isBump
@@ -346,6 +396,27 @@ export async function startStellarRpc(opts: {
       } catch {
         throw new RpcFault(-32602, 'invalid parameters: cannot decode ledger key');
       }
+      if (lk.switch().name === 'trustline') {
+        const line = lk.trustLine();
+        const owner = StrKey.encodeEd25519PublicKey(line.accountId().ed25519());
+        const arm = line.asset().switch().name;
+        if (arm !== 'assetTypeCreditAlphanum4' && arm !== 'assetTypeCreditAlphanum12') continue;
+        const alpha = arm === 'assetTypeCreditAlphanum4' ? line.asset().alphaNum4() : line.asset().alphaNum12();
+        const code = alpha.assetCode().toString('ascii').replace(/\0+$/, '');
+        const asset = `${code}:${StrKey.encodeEd25519PublicKey(alpha.issuer().ed25519())}`;
+        const balance = trustlines.get(owner)?.get(asset);
+        if (balance === undefined) continue;
+        const entry = new xdr.TrustLineEntry({
+          accountId: line.accountId(),
+          asset: line.asset(),
+          balance: i64(balance),
+          limit: i64(MAX_LIMIT),
+          flags: 1, // authorized
+          ext: new xdr.TrustLineEntryExt(0),
+        });
+        entries.push({ key, xdr: xdr.LedgerEntryData.trustline(entry).toXDR('base64'), lastModifiedLedgerSeq: ledgerSeq });
+        continue;
+      }
       if (lk.switch().name !== 'account') continue;
       const accountId = lk.account().accountId();
       const address = StrKey.encodeEd25519PublicKey(accountId.ed25519());
@@ -355,7 +426,7 @@ export async function startStellarRpc(opts: {
         accountId,
         balance: i64(state.balance),
         seqNum: i64(state.sequence),
-        numSubEntries: 0,
+        numSubEntries: linesOf(address).size,
         inflationDest: null,
         flags: 0,
         homeDomain: '',
@@ -468,6 +539,12 @@ export async function startStellarRpc(opts: {
     setAccount(address, state) {
       const a = accounts.get(address) ?? { balance: 0n, sequence: 0n };
       accounts.set(address, { balance: state.balance ?? a.balance, sequence: state.sequence ?? a.sequence });
+    },
+    trustline: (address, asset) => trustlines.get(address)?.get(asset),
+    setTrustline(address, asset, balance) {
+      const l = linesOf(address);
+      l.set(asset, balance);
+      trustlines.set(address, l);
     },
     closeLedger,
     nextSendStatus(status) {

@@ -219,6 +219,11 @@ export function entityTypes({ builder, pageArgs, pageOf }: SchemaParts, { Networ
       averageBlocktimeMs: t.int({ nullable: true, resolve: (n) => n.averageBlocktimeMs ?? null }),
       explorerUrls: t.stringList({ nullable: true, resolve: (n) => (n.fields.explorer_urls as string[] | undefined) ?? null }),
       passphrase: t.string({ nullable: true, description: 'Stellar networks.', resolve: (n) => n.passphrase ?? null }),
+      horizonUrl: t.string({
+        nullable: true,
+        description: 'Stellar networks: the Horizon that prices gasless fees, as configured (mainnet and testnet default to the public ones).',
+        resolve: (n) => (n.fields.horizon_url as string | undefined) ?? null,
+      }),
     }),
   });
   const NetworkPage = pageOf('NetworkPage', NetworkRef);

@@ -60,6 +60,7 @@ function networkRecord(n: RestNetworkFragment): Record<string, unknown> {
     average_blocktime_ms: n.averageBlocktimeMs,
     explorer_urls: n.explorerUrls,
     passphrase: n.passphrase,
+    horizon_url: n.horizonUrl,
   };
   // Fields a network of this type does not have are left out, as the reference does.
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== null));
@@ -441,6 +442,7 @@ export const entitySchemas: Record<string, JsonSchema> = {
       average_blocktime_ms: int,
       explorer_urls: strings,
       passphrase: str,
+      horizon_url: str,
     },
   },
 };

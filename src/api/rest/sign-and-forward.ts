@@ -197,29 +197,67 @@ export const directSchemas: Record<string, JsonSchema> = {
     ],
   },
   SponsoredTransactionRequest: {
-    description: "Solana: the user's base64 wire transaction and the mint of the token the fee is paid in.",
-    type: 'object',
-    required: ['transaction', 'fee_token'],
-    properties: { transaction: { type: 'string' }, fee_token: { type: 'string' } },
+    description:
+      "Solana: the user's base64 wire transaction and the mint of the token the fee is paid in. Stellar: the user's transaction (`transaction_xdr`, or `operations` with `source_account`) and the fee token (`native` or `CODE:ISSUER`).",
+    oneOf: [
+      { type: 'object', required: ['transaction', 'fee_token'], properties: { transaction: { type: 'string' }, fee_token: { type: 'string' } } },
+      {
+        type: 'object',
+        required: ['fee_token'],
+        properties: {
+          transaction_xdr: { type: 'string' },
+          operations: { type: 'array', items: { type: 'object' } },
+          source_account: { type: 'string' },
+          fee_token: { type: 'string' },
+        },
+        additionalProperties: false,
+      },
+    ],
   },
   SponsoredTransactionQuote: {
-    description: 'Solana: the fee in whole tokens and the price, whole tokens per SOL (decimal strings).',
-    type: 'object',
-    required: ['estimated_fee', 'conversion_rate'],
-    properties: { estimated_fee: { type: 'string' }, conversion_rate: { type: 'string' } },
+    description:
+      "Solana: the fee in whole tokens and the price, whole tokens per SOL. Stellar: the fee in the token's base units and in whole tokens, and the price, whole tokens per XLM. All decimal strings.",
+    oneOf: [
+      {
+        type: 'object',
+        required: ['estimated_fee', 'conversion_rate'],
+        properties: { estimated_fee: { type: 'string' }, conversion_rate: { type: 'string' } },
+      },
+      {
+        type: 'object',
+        required: ['fee_in_token', 'fee_in_token_ui', 'conversion_rate'],
+        properties: { fee_in_token: { type: 'string' }, fee_in_token_ui: { type: 'string' }, conversion_rate: { type: 'string' } },
+      },
+    ],
   },
   SponsoredTransactionBuild: {
     description:
-      'Solana: the base64 transaction signed by the relayer (fee payer), the fee in token base units and in lamports (decimal strings), the fee token, and the last block height at which it can land.',
-    type: 'object',
-    required: ['transaction', 'fee_in_spl', 'fee_in_lamports', 'fee_token', 'valid_until_blockheight'],
-    properties: {
-      transaction: { type: 'string' },
-      fee_in_spl: { type: 'string' },
-      fee_in_lamports: { type: 'string' },
-      fee_token: { type: 'string' },
-      valid_until_blockheight: { type: 'integer' },
-    },
+      "Solana: the base64 transaction signed by the relayer (fee payer), the fee in token base units and in lamports (decimal strings), the fee token, and the last block height at which it can land. Stellar: the user's transaction XDR with its payment of the fee to the relayer appended (unsigned; the user signs it and sends it with fee_bump), the fee in the token (base units, whole tokens) and in stroops, the fee token, and when it expires (RFC 3339, two minutes on).",
+    oneOf: [
+      {
+        type: 'object',
+        required: ['transaction', 'fee_in_spl', 'fee_in_lamports', 'fee_token', 'valid_until_blockheight'],
+        properties: {
+          transaction: { type: 'string' },
+          fee_in_spl: { type: 'string' },
+          fee_in_lamports: { type: 'string' },
+          fee_token: { type: 'string' },
+          valid_until_blockheight: { type: 'integer' },
+        },
+      },
+      {
+        type: 'object',
+        required: ['transaction', 'fee_in_token', 'fee_in_token_ui', 'fee_in_stroops', 'fee_token', 'valid_until'],
+        properties: {
+          transaction: { type: 'string' },
+          fee_in_token: { type: 'string' },
+          fee_in_token_ui: { type: 'string' },
+          fee_in_stroops: { type: 'string' },
+          fee_token: { type: 'string' },
+          valid_until: { type: 'string', format: 'date-time' },
+        },
+      },
+    ],
   },
   JsonRpcRequest: {
     description: 'A JSON-RPC 2.0 call: an absent `id` is taken as 1, an absent `params` as [].',

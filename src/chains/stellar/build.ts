@@ -74,7 +74,7 @@ function stroopsToAmount(stroops: bigint): string {
   return `${s.slice(0, -7)}.${s.slice(-7)}`;
 }
 
-function toOperation(op: StellarOperationSpec, i: number, relayer: string): xdr.Operation {
+export function toOperation(op: StellarOperationSpec, i: number, relayer: string): xdr.Operation {
   const at = `operations[${i}]`;
   switch (op.type) {
     case 'payment':

@@ -36,11 +36,12 @@ import {
   type StellarState,
 } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
+import { checkFeePaid } from './gasless.js';
 import { rpcObserver } from '../rpc-observer.js';
 import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, long } from '../plumbing.js';
 
-interface Ctx {
+export interface Ctx {
   rt: Runtime;
   relayer: Relayer;
   network: Network;
@@ -58,7 +59,7 @@ const rpcFor = clientCache('stellar rpc clients', (endpoints, rt) =>
   createStellarRpc(endpoints, { timeoutMs: 8_000, cooldownMs: 15_000, observe: rpcObserver(rt, 'stellar', endpoints) }),
 );
 
-function contextOf(rt: Runtime, relayer: Relayer): Ctx {
+export function contextOf(rt: Runtime, relayer: Relayer): Ctx {
   const network = findNetwork(rt, 'stellar', relayer.network);
   if (!network?.passphrase) throw new Error(`stellar network "${relayer.network}" of relayer ${relayer.id} is not configured`);
   const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'stellar'));
@@ -283,6 +284,10 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     const c = contextOf(rt, relayer);
     try {
       const takesNonce = needsRelayerSequence(req, c.passphrase);
+      if (c.policy.fee_payment_strategy === 'user' && req.fee_bump && req.transaction_xdr !== undefined) {
+        const tx = TransactionBuilder.fromXDR(req.transaction_xdr, c.passphrase);
+        if (!(tx instanceof FeeBumpTransaction)) await checkFeePaid(c, tx);
+      }
       const deadline = deadlineOf(req, c.policy, new Date());
       if (deadline.getTime() <= Date.now()) throw new StellarRequestError('valid_until: must be in the future', 'valid_until');
       // A dry run of what the pipeline will build: chain-level checks of the request, the fee

@@ -1,7 +1,7 @@
 // Signing without sending (SEP-53 messages, transaction envelopes) and the JSON-RPC passthrough, for
 // Stellar relayers: the Stellar half of core/relayers/sign-and-forward.ts.
 import { createHash } from 'node:crypto';
-import { TransactionBuilder } from '@stellar/stellar-base';
+import { Transaction, TransactionBuilder } from '@stellar/stellar-base';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
 import { invalid } from '../../core/domain-error.js';
@@ -13,6 +13,9 @@ import { createJsonRpcClient } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
 import { signEnvelope } from './build.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
+import { buildSponsored, checkFeePaid, quoteSponsored } from './gasless.js';
+import { StellarRequestError } from './request-error.js';
+import { contextOf } from './pipeline.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): StellarSigner {
   const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'stellar'));
@@ -70,8 +73,23 @@ export const stellarDirect: DirectOps = {
     } catch {
       throw invalid('unsigned_xdr: is not a base64 Stellar transaction envelope');
     }
+    // A relayer whose users pay its fees signs only what pays it (the reference's check before signing).
+    const c = contextOf(rt, relayer);
+    if (c.policy.fee_payment_strategy === 'user') {
+      if (!(tx instanceof Transaction)) throw invalid('unsigned_xdr: fee-bump transactions are not supported for gasless transactions');
+      try {
+        await checkFeePaid(c, tx, { field: 'unsigned_xdr', signing: true });
+      } catch (e) {
+        if (e instanceof StellarRequestError) throw invalid(e.message);
+        throw e;
+      }
+    }
     const signature = await signEnvelope(tx, signer);
     return { kind: 'stellar', signedXdr: tx.toXDR(), signature };
+  },
+  sponsored: {
+    quote: (rt, relayer, request) => quoteSponsored(contextOf(rt, relayer), request),
+    build: (rt, relayer, request) => buildSponsored(contextOf(rt, relayer), request),
   },
   rpc: {
     refusal: stellarRefusal,

@@ -45,7 +45,15 @@ export const stellarSpec = defineFamily({
   type: 'stellar',
   label: 'Stellar',
   signerKind: 'stellar',
-  network: { fields: { passphrase: z.string().min(1).optional() }, required: ['passphrase'], probe: 'getHealth' },
+  network: {
+    fields: {
+      passphrase: z.string().min(1).optional(),
+      /** Horizon, for gasless fees priced on the order books (default: the public one of mainnet and testnet). */
+      horizon_url: z.url({ protocol: /^https?$/ }).optional(),
+    },
+    required: ['passphrase'],
+    probe: 'getHealth',
+  },
   policy: { schema: stellarPolicySchema, name: 'StellarPolicy' },
   send: {
     letter: 'C',
