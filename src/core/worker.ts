@@ -140,11 +140,12 @@ export async function startWorkers(rt: Runtime) {
   const loops = [transactions, deliveries];
   const detach = [rt.work.attach(transactions), rt.notifications.sender.attach(deliveries)];
   const checks = startRelayerChecks(rt);
+  const background = rt.families.types.flatMap((type) => rt.families.pipeline(type)?.background?.(rt) ?? []);
   const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
       for (const d of detach) d();
-      return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
+      return Promise.all([...loops, checks, ...background, ...maintenance].map((l) => l.stop())).then(() => undefined);
     },
   };
 }

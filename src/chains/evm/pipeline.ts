@@ -8,6 +8,7 @@ import { saveTransactions } from '../../core/transactions/store.js';
 import type { TransactionPatch } from '../../core/transactions/rows.js';
 import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
+import { startPaymasterFunding } from './aa/funding.js';
 import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
 import { RpcUnavailableError } from './rpc-client.js';
@@ -141,4 +142,5 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
   heldFrom,
+  background: (rt) => startPaymasterFunding(rt),
 };

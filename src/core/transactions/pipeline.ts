@@ -94,4 +94,10 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
    * instance knows now (EVM: those the send window will hold); null when it knows of none.
    */
   heldFrom?(rt: Runtime, relayer: Relayer): Held | null;
+  /**
+   * Work of the family's own beside the transaction worker, started with it on every instance that
+   * runs workers (EVM: deploying and funding relayers' paymasters). It may only create
+   * transactions through the normal send path.
+   */
+  background?(rt: Runtime): { stop(): Promise<void> };
 }
