@@ -142,10 +142,13 @@ describe.each(await databaseKinds())('the relayer paymaster on anvil, %s', (kind
   });
 
   it('is deployed once and funded through ordinary relayer transactions; a restart deploys nothing; a withdrawal is topped up', async () => {
-    svc = await startTestService({ db: kind, anvil: true, config: (c) => config(c.rpcUrl) });
+    svc = await startTestService({ db: kind, anvil: true });
     const before = await status(svc.rt);
     expect(before).toMatchObject({ address: pm.address, deployed: false, balance: 0n, funded: false });
     await placeCanonicalContracts(svc.anvil!.url, placerKey());
+    // The policy given as the README gives it: through the API.
+    const patched = await svc.request('PATCH', `/api/v1/relayers/${RELAYER}`, { policies: POLICY });
+    expect(patched.status, await patched.clone().text()).toBe(200);
 
     const s = await funded(svc.rt);
     expect(s.funded).toBe(true);
