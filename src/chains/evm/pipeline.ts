@@ -13,6 +13,7 @@ import { reconcileNonces } from './nonces.js';
 import { RpcUnavailableError } from './rpc-client.js';
 import { evmSteps } from './steps.js';
 import { heldFrom } from './watch.js';
+import { startBundler } from './aa/bundling.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
@@ -141,4 +142,5 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
   heldFrom,
+  startWorkers: startBundler,
 };

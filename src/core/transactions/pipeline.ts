@@ -94,4 +94,6 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
    * instance knows now (EVM: those the send window will hold); null when it knows of none.
    */
   heldFrom?(rt: Runtime, relayer: Relayer): Held | null;
+  /** The family's own background work beside the transaction steps (EVM: bundling UserOperations), started and stopped with the workers. */
+  startWorkers?(rt: Runtime): { stop(): Promise<void> };
 }
