@@ -137,15 +137,15 @@ export async function startWorkers(rt: Runtime) {
   await Promise.all([dropStaleLeases(rt.db, rt.env.instanceId, 'transactions'), dropStaleLeases(rt.db, rt.env.instanceId, 'deliveries')]);
   const deliveries = startDeliveryWorker(rt);
   const transactions = startTransactionWorker(rt);
-  const loops = [transactions, deliveries];
+  const families = rt.families.list.flatMap((spec) => rt.families.pipeline(spec.type)?.startWorkers?.(rt) ?? []);
+  const loops = [transactions, deliveries, ...families];
   const detach = [rt.work.attach(transactions), rt.notifications.sender.attach(deliveries)];
   const checks = startRelayerChecks(rt);
-  const background = rt.families.types.flatMap((type) => rt.families.pipeline(type)?.background?.(rt) ?? []);
   const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];
   return {
     stop: () => {
       for (const d of detach) d();
-      return Promise.all([...loops, checks, ...background, ...maintenance].map((l) => l.stop())).then(() => undefined);
+      return Promise.all([...loops, checks, ...maintenance].map((l) => l.stop())).then(() => undefined);
     },
   };
 }

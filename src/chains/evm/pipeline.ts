@@ -14,6 +14,7 @@ import { reconcileNonces } from './nonces.js';
 import { RpcUnavailableError } from './rpc-client.js';
 import { evmSteps } from './steps.js';
 import { heldFrom } from './watch.js';
+import { startBundler } from './aa/bundling.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
@@ -142,5 +143,8 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
   heldFrom,
-  background: (rt) => startPaymasterFunding(rt),
+  startWorkers: (rt) => {
+    const loops = [startBundler(rt), startPaymasterFunding(rt)];
+    return { stop: async () => void (await Promise.all(loops.map((l) => l.stop()))) };
+  },
 };

@@ -95,9 +95,9 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
    */
   heldFrom?(rt: Runtime, relayer: Relayer): Held | null;
   /**
-   * Work of the family's own beside the transaction worker, started with it on every instance that
-   * runs workers (EVM: deploying and funding relayers' paymasters). It may only create
-   * transactions through the normal send path.
+   * The family's own background work beside the transaction steps (EVM: bundling UserOperations,
+   * deploying and funding relayers' paymasters), started and stopped with the workers. It creates
+   * transactions only through the normal send path.
    */
-  background?(rt: Runtime): { stop(): Promise<void> };
+  startWorkers?(rt: Runtime): { stop(): Promise<void> };
 }
