@@ -228,7 +228,13 @@ if (only.has('gasless')) {
       const n = r.users as number;
       row(`gasless ${n} users ${db}: operations per handleOps`, (r.perBundle as number).toFixed(1), '', null);
       row(`gasless ${n} users ${db}: confirmed ops/s / direct bundles`, (r.ratio as number).toFixed(2), '>= 0.80', (r.ratio as number) >= 0.8);
-      row(`gasless ${n} users ${db}: eth_sendUserOperation p50`, `${(r.sendP50 as number).toFixed(1)} ms`, '<= 20 ms', (r.sendP50 as number) <= 20);
+      row(
+        `gasless ${n} users ${db}: eth_sendUserOperation p50, all at once`,
+        `${(r.sendP50 as number).toFixed(1)} ms`,
+        '<= 20 ms',
+        (r.sendP50 as number) <= 20,
+      );
+      row(`gasless ${db}: eth_sendUserOperation p50, one at a time`, `${(r.aloneP50 as number).toFixed(1)} ms`, '<= 20 ms', (r.aloneP50 as number) <= 20);
     } finally {
       await database?.drop();
     }

@@ -10,7 +10,8 @@
 //            sent straight to anvil by a plain client (type 4, carrying the bundle's EIP-7702
 //            authorizations); timed from just after a block until the last one is mined.
 // Reports operations per handleOps, the ratio of the two rates (relayed ÷ direct, target >= 0.8)
-// and the median time to an eth_sendUserOperation answer (target <= 20 ms). The relayer runs as its
+// and the median time to an eth_sendUserOperation answer (target <= 20 ms): of the N sent at once,
+// and of 20 more sent one after the other (no queue in front of each). The relayer runs as its
 // own process (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url of an empty database>.
 // --json prints the figures as one JSON line last (bench/all.ts reads it).
 //
@@ -93,10 +94,10 @@ try {
     const op = (await bundler.prepareUserOperation({ authorization, calls: [{ to: RECEIVER, data: '0x' }] })) as UserOperation<'0.8'>;
     return { ...op, signature: await account.signUserOperation(op) };
   }
-  async function prepareAll(): Promise<UserOperation<'0.8'>[]> {
+  async function prepareAll(n = N): Promise<UserOperation<'0.8'>[]> {
     const out: UserOperation<'0.8'>[] = [];
     // A few at a time: preparing is not measured, and must not starve the service.
-    for (let i = 0; i < N; i += 10) out.push(...(await Promise.all(Array.from({ length: Math.min(10, N - i) }, prepared))));
+    for (let i = 0; i < n; i += 10) out.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, prepared))));
     return out;
   }
 
@@ -138,6 +139,22 @@ try {
   console.log(
     `relayed: ${N} operations in ${bundles} handleOps, ${(relayedMs / 1000).toFixed(2)} s, ${failed} calls reverted; send p50 ${sendP50.toFixed(1)} ms`,
   );
+
+  // ---- one at a time: the answer's latency without a queue in front of it ----
+  const alone: number[] = [];
+  for (const op of await prepareAll(Math.min(N, 20))) {
+    const t = performance.now();
+    const { body } = await http1.post(
+      bundlerUrl,
+      { jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [formatUserOperationRequest(op), ENTRY_POINT_V08] },
+      auth,
+      false,
+    );
+    alone.push(performance.now() - t);
+    if (body?.error) throw new Error(`eth_sendUserOperation: ${JSON.stringify(body.error)}`);
+  }
+  const aloneP50 = median(alone);
+  console.log(`one at a time: ${alone.length} eth_sendUserOperation, p50 ${aloneP50.toFixed(1)} ms`);
 
   // ---- direct ----
   console.log(`preparing ${N} more operations for the direct path`);
@@ -181,9 +198,9 @@ try {
   const directRate = N / (directMs / 1000);
   const ratio = relayedRate / directRate;
   console.log(
-    `gasless ${N} users: ${perBundle.toFixed(1)} operations per handleOps; confirmed ops/s relayed ${relayedRate.toFixed(1)} / direct ${directRate.toFixed(1)} = ${ratio.toFixed(2)} (target >= 0.8); eth_sendUserOperation p50 ${sendP50.toFixed(1)} ms (target <= 20)`,
+    `gasless ${N} users: ${perBundle.toFixed(1)} operations per handleOps; confirmed ops/s relayed ${relayedRate.toFixed(1)} / direct ${directRate.toFixed(1)} = ${ratio.toFixed(2)} (target >= 0.8); eth_sendUserOperation p50 ${sendP50.toFixed(1)} ms all at once, ${aloneP50.toFixed(1)} ms one at a time (target <= 20)`,
   );
-  if (args.json) console.log(JSON.stringify({ users: N, perBundle, bundles, relayedRate, directRate, ratio, sendP50, failed }));
+  if (args.json) console.log(JSON.stringify({ users: N, perBundle, bundles, relayedRate, directRate, ratio, sendP50, aloneP50, failed }));
 } finally {
   await relayer?.stop();
   http1.destroy();
