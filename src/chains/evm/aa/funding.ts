@@ -216,9 +216,12 @@ export function startPaymasterFunding(rt: Runtime, { tickMs = 1_000 } = {}) {
   return startLoop(
     async () => {
       const now = Date.now();
-      const relayers = (await rt.db.prisma.relayer.findMany({ where: { networkType: 'evm', paused: false, systemDisabled: false } })).filter(
-        (r) => fundingTarget(r) !== null && (due.get(r.id) ?? 0) <= now,
-      );
+      // Only the relayers whose policy deploys (the database filters on the JSON path).
+      const relayers = (
+        await rt.db.prisma.relayer.findMany({
+          where: { networkType: 'evm', paused: false, systemDisabled: false, policies: { path: ['user_operations', 'paymaster', 'deploy'], equals: true } },
+        })
+      ).filter((r) => fundingTarget(r) !== null && (due.get(r.id) ?? 0) <= now);
       await Promise.all(
         relayers.map(async (r) => {
           try {
