@@ -34,6 +34,7 @@ import {
   SIMPLE_ACCOUNT_FACTORY_V07,
 } from '../../src/chains/evm/aa/canonical.js';
 import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { keystores, localSigner } from '../chains/stellar/support.js';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
@@ -48,12 +49,40 @@ type Ctx = { svc: TestService; chain: Chain; pub: PublicClient<HttpTransport, Ch
 const HOOK = { relayer: { notification_id: 'hook' }, notifications: [{ id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' }] };
 
 async function setup(db: 'pglite' | 'postgres', userOperations: object, workers = true): Promise<Ctx> {
+  // Beside the EVM relayer, a Stellar one (its network unreachable: it only has to exist) that has no bundler.
+  const keys = await keystores();
+  const stellarKey = await keys.create('stellar');
   const svc = await startTestService({
     db,
     anvil: true,
     workers,
-    config: ({ rpcUrl }) => evmConfig(rpcUrl, { ...HOOK, relayer: { ...HOOK.relayer, policies: { user_operations: userOperations } } }),
+    config: ({ rpcUrl }) => {
+      const config = evmConfig(rpcUrl, { ...HOOK, relayer: { ...HOOK.relayer, policies: { user_operations: userOperations } } });
+      config.relayers.push({
+        id: 'stellar-relayer',
+        name: 'Stellar',
+        network: 'stellar-n',
+        network_type: 'stellar',
+        paused: false,
+        signer_id: 'stellar-key',
+        policies: {},
+      } as never);
+      config.signers.push(localSigner('stellar-key', stellarKey.file) as never);
+      config.networks.push({
+        type: 'stellar',
+        network: 'stellar-n',
+        rpc_urls: ['http://127.0.0.1:1'],
+        passphrase: 'Test SDF Network ; September 2015',
+        is_testnet: true,
+      } as never);
+      return config;
+    },
   });
+  const stop = svc.stop.bind(svc);
+  svc.stop = async () => {
+    await stop();
+    await keys.remove();
+  };
   const url = svc.anvil!.url;
   const chain = defineChain({
     id: 31337,
@@ -350,6 +379,15 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     const reader = ((await admin.json()) as any).data.value as string;
     expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, reader)).body.result).toBe('0x7a69');
     expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [{}, ENTRY_POINT_V08] }, reader)).status).toBe(403);
+    // A relayer of another family has no bundler.
+    const stellar = await c.svc.request(
+      'POST',
+      '/api/v1/relayers/stellar-relayer/bundler',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    );
+    expect(stellar.status).toBe(200);
+    expect(((await stellar.json()) as any).error).toMatchObject({ code: -32601, message: expect.stringMatching(/not offered for Stellar relayers/) });
+    expect((await c.svc.request('POST', '/api/v1/relayers/nope/bundler', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))).status).toBe(404);
     // Without the policy, every call says the bundler is off.
     await setPolicy(c, null);
     try {

@@ -90,6 +90,7 @@ async function sendUserOperation(c: Call): Promise<Hex> {
     operation: userOpJson(op),
   });
   if (created) {
+    c.rt.metrics.userOperations.inc({ relayer_id: c.relayer.id, outcome: 'accepted' });
     publishOps(c.rt, [row]);
     wakeBundler(c.rt);
   }

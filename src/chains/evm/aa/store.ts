@@ -84,9 +84,11 @@ export type UserOpReceipt = {
   reason?: string;
 };
 
-export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): Promise<UserOpRow> {
-  return db.prisma.userOperation.update({
-    where: { id },
+/** Records an operation's inclusion; null when it had already ended (included or failed, by another instance say). */
+export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): Promise<UserOpRow | null> {
+  const { count } = await db.prisma.userOperation.updateMany({
+    where: { id, status: { in: ['pending', 'submitted'] } },
     data: { status: 'included', receipt: receipt as never, statusReason: receipt.success ? null : (receipt.reason ?? 'the call reverted') },
   });
+  return count ? db.prisma.userOperation.findUnique({ where: { id } }) : null;
 }
