@@ -302,6 +302,22 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     expect(receipt.logs.at(-1).topics[1]).toBe(hashes[1]);
   }, 90_000);
 
+  it('an operation whose call reverts is included, not successful, with its revert data; the paymaster paid', async () => {
+    const user = await fresh7702(c);
+    const bundler = bundlerClient(c, user.account);
+    const before = await deposit(c, PM08.address);
+    // The user asks the relayer's paymaster for its deposit: refused (NotOwner) inside the operation.
+    const withdraw = encodeFunctionData({ abi: relayerPaymasterAbi, functionName: 'withdrawTo', args: [user.owner.address, 1n] });
+    const hash = await bundler.sendUserOperation({ calls: [{ to: PM08.address, data: withdraw }], authorization: user.authorization });
+    const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 30_000 });
+    expect(receipt.success).toBe(false);
+    expect(receipt.reason).toMatch(/^0x[0-9a-f]{8}/);
+    const row = await waitOp(c, hash, 'included');
+    expect(row.statusReason).toBe(receipt.reason);
+    expect(await deposit(c, PM08.address)).toBeLessThan(before);
+    expect(await c.svc.rt.metrics.registry.metrics()).toMatch(/relayer_user_operations_total\{relayer_id="evm-relayer",outcome="reverted"\} 1/);
+  }, 60_000);
+
   it('refuses what the policy does not sponsor, before anything is stored or sent', async () => {
     const rows = await rowsOf(c);
     const txs = await txCount(c);
