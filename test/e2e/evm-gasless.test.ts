@@ -383,6 +383,31 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     expect(await rpcOk(c, 'eth_getUserOperationReceipt', [`0x${'00'.repeat(32)}`])).toBeNull();
     expect(await rpcOk(c, 'eth_chainId', [])).toBe('0x7a69');
     expect(await rpcOk(c, 'eth_supportedEntryPoints', [])).toEqual([ENTRY_POINT_V07, ENTRY_POINT_V08]);
+    // Hostile params for every method: a JSON-RPC error naming the problem, never an internal one.
+    const hostile: unknown[][] = [
+      [],
+      [null],
+      [1, 2],
+      ['0x', ENTRY_POINT_V08],
+      [[], ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: `0x${'f'.repeat(65)}`, callData: '0x' }, ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0x', factory: '0x7702' }, ENTRY_POINT_V07, '0x7a69', {}],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0xzz' }, ENTRY_POINT_V08, 'not a chain'],
+      [{ initCode: '0x', sender: `0x${'11'.repeat(20)}` }, ENTRY_POINT_V08],
+      [`0x${'00'.repeat(31)}`],
+    ];
+    const methods = [
+      'eth_sendUserOperation',
+      'eth_estimateUserOperationGas',
+      'pm_getPaymasterStubData',
+      'pm_getPaymasterData',
+      'eth_getUserOperationByHash',
+      'eth_getUserOperationReceipt',
+    ];
+    const calls = methods.flatMap((method) => hostile.map((params) => ({ jsonrpc: '2.0', id: `${method}:${JSON.stringify(params)}`, method, params })));
+    const answers = (await callBundler(c, calls)).body as any[];
+    const internal = answers.filter((a) => !a.error || a.error.code === -32603 || typeof a.error.message !== 'string');
+    expect(internal).toEqual([]);
     // A batch answers each call in its place.
     const { body } = await callBundler(c, [{ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }, { jsonrpc: '2.0', id: 2, method: 'nope' }, 5]);
     expect(body.map((b: any) => [b.id, b.result ?? b.error.code])).toEqual([
