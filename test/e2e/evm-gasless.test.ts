@@ -34,6 +34,7 @@ import {
   SIMPLE_ACCOUNT_FACTORY_V07,
 } from '../../src/chains/evm/aa/canonical.js';
 import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { keystores, localSigner } from '../chains/stellar/support.js';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
@@ -48,12 +49,40 @@ type Ctx = { svc: TestService; chain: Chain; pub: PublicClient<HttpTransport, Ch
 const HOOK = { relayer: { notification_id: 'hook' }, notifications: [{ id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' }] };
 
 async function setup(db: 'pglite' | 'postgres', userOperations: object, workers = true): Promise<Ctx> {
+  // Beside the EVM relayer, a Stellar one (its network unreachable: it only has to exist) that has no bundler.
+  const keys = await keystores();
+  const stellarKey = await keys.create('stellar');
   const svc = await startTestService({
     db,
     anvil: true,
     workers,
-    config: ({ rpcUrl }) => evmConfig(rpcUrl, { ...HOOK, relayer: { ...HOOK.relayer, policies: { user_operations: userOperations } } }),
+    config: ({ rpcUrl }) => {
+      const config = evmConfig(rpcUrl, { ...HOOK, relayer: { ...HOOK.relayer, policies: { user_operations: userOperations } } });
+      config.relayers.push({
+        id: 'stellar-relayer',
+        name: 'Stellar',
+        network: 'stellar-n',
+        network_type: 'stellar',
+        paused: false,
+        signer_id: 'stellar-key',
+        policies: {},
+      } as never);
+      config.signers.push(localSigner('stellar-key', stellarKey.file) as never);
+      config.networks.push({
+        type: 'stellar',
+        network: 'stellar-n',
+        rpc_urls: ['http://127.0.0.1:1'],
+        passphrase: 'Test SDF Network ; September 2015',
+        is_testnet: true,
+      } as never);
+      return config;
+    },
   });
+  const stop = svc.stop.bind(svc);
+  svc.stop = async () => {
+    await stop();
+    await keys.remove();
+  };
   const url = svc.anvil!.url;
   const chain = defineChain({
     id: 31337,
@@ -273,6 +302,22 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     expect(receipt.logs.at(-1).topics[1]).toBe(hashes[1]);
   }, 90_000);
 
+  it('an operation whose call reverts is included, not successful, with its revert data; the paymaster paid', async () => {
+    const user = await fresh7702(c);
+    const bundler = bundlerClient(c, user.account);
+    const before = await deposit(c, PM08.address);
+    // The user asks the relayer's paymaster for its deposit: refused (NotOwner) inside the operation.
+    const withdraw = encodeFunctionData({ abi: relayerPaymasterAbi, functionName: 'withdrawTo', args: [user.owner.address, 1n] });
+    const hash = await bundler.sendUserOperation({ calls: [{ to: PM08.address, data: withdraw }], authorization: user.authorization });
+    const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 30_000 });
+    expect(receipt.success).toBe(false);
+    expect(receipt.reason).toMatch(/^0x[0-9a-f]{8}/);
+    const row = await waitOp(c, hash, 'included');
+    expect(row.statusReason).toBe(receipt.reason);
+    expect(await deposit(c, PM08.address)).toBeLessThan(before);
+    expect(await c.svc.rt.metrics.registry.metrics()).toMatch(/relayer_user_operations_total\{relayer_id="evm-relayer",outcome="reverted"\} 1/);
+  }, 60_000);
+
   it('refuses what the policy does not sponsor, before anything is stored or sent', async () => {
     const rows = await rowsOf(c);
     const txs = await txCount(c);
@@ -338,6 +383,31 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     expect(await rpcOk(c, 'eth_getUserOperationReceipt', [`0x${'00'.repeat(32)}`])).toBeNull();
     expect(await rpcOk(c, 'eth_chainId', [])).toBe('0x7a69');
     expect(await rpcOk(c, 'eth_supportedEntryPoints', [])).toEqual([ENTRY_POINT_V07, ENTRY_POINT_V08]);
+    // Hostile params for every method: a JSON-RPC error naming the problem, never an internal one.
+    const hostile: unknown[][] = [
+      [],
+      [null],
+      [1, 2],
+      ['0x', ENTRY_POINT_V08],
+      [[], ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: `0x${'f'.repeat(65)}`, callData: '0x' }, ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0x', factory: '0x7702' }, ENTRY_POINT_V07, '0x7a69', {}],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0xzz' }, ENTRY_POINT_V08, 'not a chain'],
+      [{ initCode: '0x', sender: `0x${'11'.repeat(20)}` }, ENTRY_POINT_V08],
+      [`0x${'00'.repeat(31)}`],
+    ];
+    const methods = [
+      'eth_sendUserOperation',
+      'eth_estimateUserOperationGas',
+      'pm_getPaymasterStubData',
+      'pm_getPaymasterData',
+      'eth_getUserOperationByHash',
+      'eth_getUserOperationReceipt',
+    ];
+    const calls = methods.flatMap((method) => hostile.map((params) => ({ jsonrpc: '2.0', id: `${method}:${JSON.stringify(params)}`, method, params })));
+    const answers = (await callBundler(c, calls)).body as any[];
+    const internal = answers.filter((a) => !a.error || a.error.code === -32603 || typeof a.error.message !== 'string');
+    expect(internal).toEqual([]);
     // A batch answers each call in its place.
     const { body } = await callBundler(c, [{ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }, { jsonrpc: '2.0', id: 2, method: 'nope' }, 5]);
     expect(body.map((b: any) => [b.id, b.result ?? b.error.code])).toEqual([
@@ -350,6 +420,15 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     const reader = ((await admin.json()) as any).data.value as string;
     expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, reader)).body.result).toBe('0x7a69');
     expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [{}, ENTRY_POINT_V08] }, reader)).status).toBe(403);
+    // A relayer of another family has no bundler.
+    const stellar = await c.svc.request(
+      'POST',
+      '/api/v1/relayers/stellar-relayer/bundler',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    );
+    expect(stellar.status).toBe(200);
+    expect(((await stellar.json()) as any).error).toMatchObject({ code: -32601, message: expect.stringMatching(/not offered for Stellar relayers/) });
+    expect((await c.svc.request('POST', '/api/v1/relayers/nope/bundler', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))).status).toBe(404);
     // Without the policy, every call says the bundler is off.
     await setPolicy(c, null);
     try {

@@ -196,7 +196,7 @@ export const directRoutes: Route[] = [
     },
     status: 200,
     raw: true,
-    response: { schema: 'JsonRpcResponse', list: false },
+    response: { schema: 'BundlerResponse', list: false },
     errors: [403, 404],
     result: (d: { relayerBundler: unknown }) => ({ data: d.relayerBundler }),
   },
@@ -256,6 +256,21 @@ export const directSchemas: Record<string, JsonSchema> = {
   },
   JsonRpcResponse: {
     oneOf: [{ $ref: '#/components/schemas/JsonRpcAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcAnswer' } }],
+  },
+  BundlerResponse: {
+    oneOf: [{ $ref: '#/components/schemas/BundlerAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/BundlerAnswer' } }],
+  },
+  BundlerAnswer: {
+    description:
+      "The answer to one call: `result`, or `error` with ERC-7769's `code` (-32500 to -32507, -32602) or JSON-RPC's, `message`, and `data` when there is more (the EntryPoint's reason).",
+    type: 'object',
+    required: ['jsonrpc', 'id'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      id: jsonRpcId,
+      result: {},
+      error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} } },
+    },
   },
   JsonRpcAnswer: {
     description: "The answer to one call: `result`, or `error` with `code`, `message`, `description` and the node's `data` when it gave any.",

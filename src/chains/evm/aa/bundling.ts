@@ -16,6 +16,7 @@ import { readEvmPolicy } from '../request.js';
 import { authorizationToJson } from '../unsigned.js';
 import { outcomesOf, prepareBundle, type BundleItem } from './bundle.js';
 import { changeOps, publishOps, type OpChange } from './lifecycle.js';
+import { UserOpError } from './errors.js';
 import { entryPointAbi } from './simulate.js';
 import { pendingUserOps, type UserOpReceipt, type UserOpRow } from './store.js';
 import { ENTRY_POINTS, readUserOp, versionOf, type EntryPointVersion } from './userop.js';
@@ -107,6 +108,31 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
   return rows.length;
 }
 
+/**
+ * prepareBundle, and when the EntryPoint reverts without naming an operation (no FailedOp), each
+ * operation on its own to find those it reverts with: they fail with that revert, the rest go.
+ * Trouble reaching the node is thrown (tried again next pass).
+ */
+async function prepare(ctx: EvmContext, version: EntryPointVersion, items: BundleItem[], from: Address) {
+  try {
+    return { bundle: await prepareBundle(ctx.rpc, version, items, from, from), refused: [] as OpChange[] };
+  } catch (e) {
+    if (!(e instanceof UserOpError)) throw e;
+    const good: BundleItem[] = [];
+    const refused: OpChange[] = [];
+    for (const item of items) {
+      try {
+        await prepareBundle(ctx.rpc, version, [item], from, from);
+        good.push(item);
+      } catch (alone) {
+        if (!(alone instanceof UserOpError)) throw alone;
+        refused.push({ id: item.id, to: 'failed', reason: alone.message });
+      }
+    }
+    return { bundle: await prepareBundle(ctx.rpc, version, good, from, from), refused };
+  }
+}
+
 const MARK_SUBMITTED = `UPDATE user_operations SET status = 'submitted', transaction_id = $2, updated_at = now()
   WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status = 'pending' RETURNING id`;
 
@@ -138,8 +164,12 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
     }
   }
   const from = relayer.address as Address;
-  const bundle = await prepareBundle(ctx.rpc, version, items, from, from);
-  const dropped = await changeOps(rt, relayer, [...unreadable, ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason }))]);
+  const { bundle, refused } = await prepare(ctx, version, items, from);
+  const dropped = await changeOps(rt, relayer, [
+    ...unreadable,
+    ...refused,
+    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason })),
+  ]);
   for (const _ of dropped) rt.metrics.userOperations.inc({ relayer_id: relayer.id, outcome: 'failed' });
   if (bundle.items.length === 0) return dropped.length > 0;
   const validUntil = new Date(Date.now() + DEFAULT_VALIDITY_MS);
@@ -172,7 +202,7 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
     ([tx]) => ({ statement: { sql: MARK_SUBMITTED, params: [JSON.stringify(ids), tx!.id] }, rows: ids.length }),
   );
   if (typeof written !== 'object') {
-    rt.log.info({ relayerId: relayer.id, outcome: written }, 'bundle not written; trying again');
+    rt.log.debug({ relayerId: relayer.id, outcome: written }, 'bundle not written; trying again');
     return false;
   }
   rt.metrics.bundleSize.observe({ relayer_id: relayer.id }, ids.length);

@@ -26,11 +26,12 @@ export async function changeOps(rt: Runtime, relayer: Pick<Relayer, 'id' | 'noti
     const db = { prisma: out.db };
     const changed: string[] = [];
     for (const c of changes) {
-      let n: number;
-      if (c.to === 'included') {
-        n = await db.prisma.userOperation.count({ where: { id: c.id, status: { in: ['pending', 'submitted'] } } });
-        if (n) await markIncluded(db, c.id, c.receipt);
-      } else n = c.to === 'failed' ? await markFailed(db, [c.id], c.reason) : await markPending(db, [c.id]);
+      const n =
+        c.to === 'included'
+          ? Number(!!(await markIncluded(db, c.id, c.receipt)))
+          : c.to === 'failed'
+            ? await markFailed(db, [c.id], c.reason)
+            : await markPending(db, [c.id]);
       if (n) changed.push(c.id);
     }
     const rows = await out.db.userOperation.findMany({ where: { id: { in: changed } } });

@@ -66,6 +66,11 @@ function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
   return pm;
 }
 
+const settled = <T>(r: PromiseSettledResult<T>): T => {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
+};
+
 async function sendUserOperation(c: Call): Promise<Hex> {
   const { op, version, entryPoint } = readUserOp(c.params, 'send');
   checkEntryPoint(c.policy, entryPoint);
@@ -73,13 +78,19 @@ async function sendUserOperation(c: Call): Promise<Hex> {
   checkSponsorship(c.policy, op, true);
   const hash = await hashOf(c.ctx, op, version);
   const db = c.rt.db;
+  // The reads the checks need, at once (the answer waits on the slowest, not on their sum).
+  const [known, authorization, sent, validation] = await Promise.allSettled([
+    userOpByHash(db, c.ctx.chainId, hash),
+    op.authorization ? accountNonce(c.ctx, op.sender).then((n) => checkAuthorization(op, c.ctx.chainId, n)) : undefined,
+    c.policy.sponsorship?.max_operations_per_sender_per_hour !== undefined ? countSenderOps(db, c.relayer.id, op.sender, new Date(Date.now() - 3_600_000)) : 0,
+    simulateValidation(c.ctx.rpc, op, version),
+  ]);
   // The same operation again: the same answer, nothing new (whatever happened to it since).
-  const known = await userOpByHash(db, c.ctx.chainId, hash);
-  if (known && known.entryPoint === entryPoint.toLowerCase()) return hash;
-  if (op.authorization) await checkAuthorization(op, c.ctx.chainId, await accountNonce(c.ctx, op.sender));
-  if (c.policy.sponsorship?.max_operations_per_sender_per_hour !== undefined)
-    checkSenderRate(c.policy, await countSenderOps(db, c.relayer.id, op.sender, new Date(Date.now() - 3_600_000)));
-  judgeValidation(await simulateValidation(c.ctx.rpc, op, version), nowS());
+  const row0 = settled(known);
+  if (row0 && row0.entryPoint === entryPoint.toLowerCase()) return hash;
+  settled(authorization);
+  checkSenderRate(c.policy, settled(sent));
+  judgeValidation(settled(validation), nowS());
   const { row, created } = await keepUserOp(db, {
     relayerId: c.relayer.id,
     chainId: c.ctx.chainId,
@@ -90,6 +101,7 @@ async function sendUserOperation(c: Call): Promise<Hex> {
     operation: userOpJson(op),
   });
   if (created) {
+    c.rt.metrics.userOperations.inc({ relayer_id: c.relayer.id, outcome: 'accepted' });
     publishOps(c.rt, [row]);
     wakeBundler(c.rt);
   }

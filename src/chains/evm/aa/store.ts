@@ -1,6 +1,7 @@
 // The durable record of UserOperations a relayer's bundler accepted: one row per (chain, EntryPoint,
 // hash), whatever the number of times or instances it was sent to.
 import type { Prisma, UserOperation as UserOpRow } from '../../../generated/prisma/client.js';
+import { isUniqueViolation } from '../../../db/unique-violation.js';
 
 /** The database, or a database transaction (Prisma's interactive one) that writes with others. */
 export type Db = { prisma: Pick<Prisma.TransactionClient, 'userOperation'> };
@@ -23,13 +24,18 @@ export type NewUserOp = {
  */
 export async function keepUserOp(db: Db, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
   const key = { chainId: op.chainId, entryPoint: op.entryPoint.toLowerCase(), hash: op.hash.toLowerCase() };
-  const { count } = await db.prisma.userOperation.createMany({
-    data: [{ ...key, relayerId: op.relayerId, sender: op.sender, nonce: op.nonce.toString(), operation: op.operation as never }],
-    skipDuplicates: true,
-  });
+  // One statement when it is new (the usual case); the first row read back when it is not.
+  try {
+    const row = await db.prisma.userOperation.create({
+      data: { ...key, relayerId: op.relayerId, sender: op.sender, nonce: op.nonce.toString(), operation: op.operation as never },
+    });
+    return { row, created: true };
+  } catch (e) {
+    if (!isUniqueViolation(e)) throw e;
+  }
   const row = await db.prisma.userOperation.findUnique({ where: { chainId_entryPoint_hash: key } });
   if (!row) throw new Error(`user operation ${key.hash} vanished after it was written`);
-  return { row, created: count === 1 };
+  return { row, created: false };
 }
 
 export function userOpByHash(db: Db, chainId: number, hash: string): Promise<UserOpRow | null> {
@@ -84,9 +90,11 @@ export type UserOpReceipt = {
   reason?: string;
 };
 
-export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): Promise<UserOpRow> {
-  return db.prisma.userOperation.update({
-    where: { id },
+/** Records an operation's inclusion; null when it had already ended (included or failed, by another instance say). */
+export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): Promise<UserOpRow | null> {
+  const { count } = await db.prisma.userOperation.updateMany({
+    where: { id, status: { in: ['pending', 'submitted'] } },
     data: { status: 'included', receipt: receipt as never, statusReason: receipt.success ? null : (receipt.reason ?? 'the call reverted') },
   });
+  return count ? db.prisma.userOperation.findUnique({ where: { id } }) : null;
 }
