@@ -5,7 +5,7 @@
 //   npx tsx bench/all.ts [--db pglite,postgres] [--sizes 1000,100000] [--pg-sizes 1000,100000,1000000]
 //                        [--evm-blocks 20] [--evm-rounds 3] [--requests 1000] [--memory 100000]
 //                        [--page-sizes 100000,1000000] [--pg-page-sizes 100000,1000000]
-//                        [--only reads,pages,pages-load,evm,many,latency,webhooks,plugins,start]
+//                        [--only reads,pages,pages-load,evm,many,gasless,latency,webhooks,plugins,start]
 //                        [--load-sizes 100000] [--pg-load-sizes 100000,1000000] [--postgres <server url>]
 //
 // `npm run bench` runs it with the defaults (PGlite and PostgreSQL at 127.0.0.1:5432).
@@ -34,7 +34,7 @@ const { values: a } = parseArgs({
     requests: { type: 'string', default: '1000' },
     memory: { type: 'string', default: '100000' },
     iterations: { type: 'string', default: '300' },
-    only: { type: 'string', default: 'reads,pages,pages-load,evm,many,latency,webhooks,plugins,start' },
+    only: { type: 'string', default: 'reads,pages,pages-load,evm,many,gasless,latency,webhooks,plugins,start' },
     'load-sizes': { type: 'string', default: '100000' },
     'pg-load-sizes': { type: 'string', default: '100000,1000000' },
     postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
@@ -213,6 +213,28 @@ if (only.has('many')) {
         'yes',
         problems.length === 0,
       );
+    } finally {
+      await database?.drop();
+    }
+  }
+}
+
+if (only.has('gasless')) {
+  for (const db of dbs) {
+    const database = db === 'postgres' ? await createBenchDatabase(a.postgres) : undefined;
+    try {
+      const [r] = await bench('bench/gasless.ts', database ? ['--postgres', database.url] : []);
+      if (r.ratio === undefined) continue;
+      const n = r.users as number;
+      row(`gasless ${n} users ${db}: operations per handleOps`, (r.perBundle as number).toFixed(1), '', null);
+      row(`gasless ${n} users ${db}: confirmed ops/s / direct bundles`, (r.ratio as number).toFixed(2), '>= 0.80', (r.ratio as number) >= 0.8);
+      row(
+        `gasless ${n} users ${db}: eth_sendUserOperation p50, all at once`,
+        `${(r.sendP50 as number).toFixed(1)} ms`,
+        '<= 20 ms',
+        (r.sendP50 as number) <= 20,
+      );
+      row(`gasless ${db}: eth_sendUserOperation p50, one at a time`, `${(r.aloneP50 as number).toFixed(1)} ms`, '<= 20 ms', (r.aloneP50 as number) <= 20);
     } finally {
       await database?.drop();
     }

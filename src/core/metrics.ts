@@ -19,6 +19,10 @@ export interface Metrics {
   rpcLatency: Histogram<'network' | 'method'>;
   signerCalls: Counter<'signer_type' | 'operation' | 'outcome'>;
   signerLatency: Histogram<'signer_type' | 'operation'>;
+  /** ERC-4337 operations by outcome: accepted, included, reverted (included, its call failed), failed. */
+  userOperations: Counter<'relayer_id' | 'outcome'>;
+  /** Operations per handleOps transaction. */
+  bundleSize: Histogram<'relayer_id'>;
   /** One answered HTTP request. */
   request(method: string, labels: HttpLabels, status: number, seconds: number): void;
   /** The label of a GraphQL operation name: anonymous, its name, or other once too many names were seen. */

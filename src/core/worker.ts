@@ -137,7 +137,8 @@ export async function startWorkers(rt: Runtime) {
   await Promise.all([dropStaleLeases(rt.db, rt.env.instanceId, 'transactions'), dropStaleLeases(rt.db, rt.env.instanceId, 'deliveries')]);
   const deliveries = startDeliveryWorker(rt);
   const transactions = startTransactionWorker(rt);
-  const loops = [transactions, deliveries];
+  const families = rt.families.list.flatMap((spec) => rt.families.pipeline(spec.type)?.startWorkers?.(rt) ?? []);
+  const loops = [transactions, deliveries, ...families];
   const detach = [rt.work.attach(transactions), rt.notifications.sender.attach(deliveries)];
   const checks = startRelayerChecks(rt);
   const maintenance = rt.db.kind === 'pglite' ? [startMaintenance(rt.db, rt.log)] : [];

@@ -113,6 +113,19 @@ export function createMetrics(): Metrics {
       buckets: SECONDS,
       registers,
     }),
+    userOperations: new Counter({
+      name: 'relayer_user_operations_total',
+      help: 'ERC-4337 UserOperations by outcome: accepted, included, reverted (included, its call reverted), failed (dropped or never included)',
+      labelNames: ['relayer_id', 'outcome'],
+      registers,
+    }),
+    bundleSize: new Histogram({
+      name: 'relayer_bundle_size',
+      help: 'UserOperations per handleOps transaction a relayer sends',
+      labelNames: ['relayer_id'],
+      buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers,
+    }),
 
     request(method: string, labels: HttpLabels, status: number, seconds: number) {
       const l = { ...labels, method, status: String(status) };

@@ -14,6 +14,8 @@ import { restRoutes } from '../../src/api/rest/routes.js';
 import { FAMILY_SPECS } from '../../src/chains/list.js';
 import { familySpecs } from '../../src/core/registry.js';
 import { custodies } from '../support/families.js';
+import { keepUserOp } from '../../src/chains/evm/aa/store.js';
+import { ENTRY_POINT_V08 } from '../../src/chains/evm/aa/canonical.js';
 
 const RECEIVER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const TABLES = [
@@ -29,6 +31,7 @@ const TABLES = [
   'plugin_kv',
   'plugin_locks',
   'plugin_settings',
+  'user_operations',
 ];
 const ECHO = fileURLToPath(new URL('./plugins/fixtures/echo.ts', import.meta.url));
 const NETWORK = 'evm:localnet';
@@ -100,6 +103,17 @@ const CASES: Case[] = [
     prepare: async (svc) => ({ tx: await send(svc) }),
     rest: (v) => ['GET', `${TX}/${v.tx}`],
     gql: (v) => [`query Q($id: ID!) { transaction(id: $id) { ${txQuery} } }`, { id: v.tx }],
+  },
+  {
+    field: 'userOperation',
+    need: 'relayer:evm-relayer:read',
+    prepare: async (svc) => {
+      const hash = `0x${(++seq).toString(16).padStart(64, '0')}`;
+      const operation = { sender: RECEIVER, nonce: '0x0' };
+      await keepUserOp(svc.rt.db, { relayerId: 'evm-relayer', chainId: 31337, entryPoint: ENTRY_POINT_V08, hash, sender: RECEIVER, nonce: 0n, operation });
+      return { hash };
+    },
+    gql: (v) => ['query Q($h: String!) { userOperation(hash: $h) { hash status } }', { h: v.hash }],
   },
   {
     field: 'transactionByNonce',

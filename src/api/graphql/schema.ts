@@ -10,6 +10,7 @@ import { notificationTypes } from './notifications.js';
 import { pluginTypes } from './plugins.js';
 import { relayerTypes } from './relayers.js';
 import { transactionTypes } from './transactions.js';
+import { userOperationTypes } from './user-operations.js';
 
 /**
  * The executable schema for the chain families offered: Pothos types, each root field saying what
@@ -20,7 +21,8 @@ export function buildSchema(families: FamilySpecs): GraphQLSchema {
   const builder = createBuilder();
   const parts = { builder, families, ...paging(builder), ...graphqlFields(builder) };
   const relayers = relayerTypes(parts);
-  transactionTypes(parts, relayers.Relayer);
+  const transactions = transactionTypes(parts, relayers.Relayer);
+  userOperationTypes(parts, relayers.Relayer, transactions);
   notificationTypes(parts);
   directTypes(parts);
   entityTypes(parts, relayers);

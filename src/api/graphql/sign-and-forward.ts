@@ -3,6 +3,8 @@ import { buildSponsoredTransaction, relayerRpc, signMessage, signTransaction, si
 import type { MessageSignature, SignedTransaction } from '../../core/relayers/direct.js';
 import type { SchemaParts } from './parts.js';
 import { needs } from './access.js';
+import { relayerBundler } from '../../core/relayers/bundler.js';
+import { allowsNeed, need } from '../../core/access/permissions.js';
 
 /** Signing without sending, and the JSON-RPC passthrough. */
 export function directTypes({ builder }: SchemaParts) {
@@ -112,6 +114,18 @@ export function directTypes({ builder }: SchemaParts) {
       args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
       authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
       resolve: (_, a, ctx) => relayerRpc(ctx.rt, String(a.relayerId), a.request),
+    }),
+    relayerBundler: t.field({
+      type: 'JSON',
+      description:
+        "The relayer's ERC-4337 bundler and ERC-7677 paymaster (EVM relayers with a `user_operations` policy): a JSON-RPC 2.0 request or batch, as its text, answered in JSON-RPC (ERC-7769's error codes). Reading (eth_getUserOperationByHash, eth_getUserOperationReceipt, eth_supportedEntryPoints, eth_chainId, eth_estimateUserOperationGas) needs the relayer's read permission; eth_sendUserOperation and pm_getPaymasterStubData/pm_getPaymasterData its execute permission.",
+      directives: RATE_LIMITED,
+      args: { relayerId: t.arg.id({ required: true }), request: t.arg.string({ required: true }) },
+      authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'read'),
+      resolve: (_, a, ctx) => {
+        const id = String(a.relayerId);
+        return relayerBundler(ctx.rt, id, a.request, ctx.caller.admin || allowsNeed(ctx.caller.grants, need('relayer', id, 'execute')));
+      },
     }),
   }));
 }

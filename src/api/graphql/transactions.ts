@@ -187,4 +187,5 @@ export function transactionTypes(
       resolve: (tx) => tx,
     }),
   }));
+  return { Transaction, PageInfo };
 }

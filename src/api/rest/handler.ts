@@ -227,7 +227,8 @@ export function createRestHandler(run: OperationRunner, rt: Runtime, schema: Gra
       check(h.schema, given, h.name, issues);
       variables[h.gql] = given;
     }
-    if (route.body) {
+    if (route.body?.text) variables[route.body.variable] = text;
+    else if (route.body) {
       const body = readBody(text, issues, !!route.body.json);
       if (body && route.body.json) variables[route.body.variable] = route.body.map ? route.body.map(body) : body;
       else if (body) {

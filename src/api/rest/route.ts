@@ -55,6 +55,8 @@ export interface Route<TData = any> {
     variants?: readonly z.ZodObject[];
     /** The whole body (a JSON object or array) is the variable as it is, checked by the service; its JSON Schema. */
     json?: Record<string, unknown>;
+    /** The body's text is the variable as it is: the service reads it (a JSON-RPC route answers its own parse errors). */
+    text?: boolean;
     /** The body's variable made from the body (json bodies). */
     map?(body: unknown): unknown;
   };

@@ -1,5 +1,6 @@
 import {
   RestBuildSponsoredTransactionDocument,
+  RestRelayerBundlerDocument,
   RestRelayerRpcDocument,
   RestSponsoredQuoteDocument,
   RestSignMessageDocument,
@@ -174,6 +175,31 @@ export const directRoutes: Route[] = [
     errors: [404],
     result: (d: { relayerRpc: unknown }) => ({ data: d.relayerRpc }),
   },
+  {
+    id: 'bundler',
+    method: 'POST',
+    path: '/api/v1/relayers/{relayer_id}/bundler',
+    tag: 'Relayers',
+    summary: "The relayer's ERC-4337 bundler and ERC-7677 paymaster",
+    description:
+      "EVM relayers with a `user_operations` policy: plain JSON-RPC 2.0 (a request or a batch of at most 100), answered in JSON-RPC, not the envelope. ERC-7769: `eth_sendUserOperation`, `eth_estimateUserOperationGas`, `eth_getUserOperationByHash`, `eth_getUserOperationReceipt`, `eth_supportedEntryPoints`, `eth_chainId` (EntryPoint v0.7 and v0.8, v0.8's `eip7702Auth` included), with its error codes (-32500 to -32507, -32602); ERC-7677: `pm_getPaymasterStubData`, `pm_getPaymasterData`, for operations the relayer's policy sponsors. Sending and paymaster data need the relayer's execute permission (else 403), the rest its read permission. Malformed JSON is -32700, a malformed call -32600, unknown methods -32601, bad params -32602. Other relayers answer every call -32601 naming why. Point viem's `createBundlerClient` (with `paymaster: true`) at this URL, with the API key as bearer token.",
+    document: RestRelayerBundlerDocument,
+    field: { type: 'Mutation', name: 'relayerBundler' },
+    pathParams: relayerId,
+    body: {
+      variable: 'request',
+      description: 'A JSON-RPC 2.0 request or a batch of them.',
+      schema: z.object({}),
+      text: true,
+      json: { oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }] },
+      example: { jsonrpc: '2.0', id: 1, method: 'eth_supportedEntryPoints', params: [] },
+    },
+    status: 200,
+    raw: true,
+    response: { schema: 'BundlerResponse', list: false },
+    errors: [403, 404],
+    result: (d: { relayerBundler: unknown }) => ({ data: d.relayerBundler }),
+  },
 ];
 
 const hex = { type: 'string', pattern: '^[0-9a-f]*$' };
@@ -268,6 +294,21 @@ export const directSchemas: Record<string, JsonSchema> = {
   },
   JsonRpcResponse: {
     oneOf: [{ $ref: '#/components/schemas/JsonRpcAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcAnswer' } }],
+  },
+  BundlerResponse: {
+    oneOf: [{ $ref: '#/components/schemas/BundlerAnswer' }, { type: 'array', items: { $ref: '#/components/schemas/BundlerAnswer' } }],
+  },
+  BundlerAnswer: {
+    description:
+      "The answer to one call: `result`, or `error` with ERC-7769's `code` (-32500 to -32507, -32602) or JSON-RPC's, `message`, and `data` when there is more (the EntryPoint's reason).",
+    type: 'object',
+    required: ['jsonrpc', 'id'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      id: jsonRpcId,
+      result: {},
+      error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} } },
+    },
   },
   JsonRpcAnswer: {
     description: "The answer to one call: `result`, or `error` with `code`, `message`, `description` and the node's `data` when it gave any.",

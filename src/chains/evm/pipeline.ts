@@ -8,11 +8,13 @@ import { saveTransactions } from '../../core/transactions/store.js';
 import type { TransactionPatch } from '../../core/transactions/rows.js';
 import type { Runtime } from '../../core/runtime.js';
 import { acceptEvm, evmContextOrRefuse } from './accept.js';
+import { startPaymasterFunding } from './aa/funding.js';
 import { type EvmContext, evmContext, EvmSetupError } from './context.js';
 import { reconcileNonces } from './nonces.js';
 import { RpcUnavailableError } from './rpc-client.js';
 import { evmSteps } from './steps.js';
 import { heldFrom } from './watch.js';
+import { startBundler } from './aa/bundling.js';
 import { payloadSigned, readState, type EvmState } from './state.js';
 
 /** The start-up check: the network is configured and reachable on the right chain, the signer is loaded, nonces agree. */
@@ -141,4 +143,8 @@ export const evmFamily: ChainFamily<'evm'> = {
   cancel,
   replace,
   heldFrom,
+  startWorkers: (rt) => {
+    const loops = [startBundler(rt), startPaymasterFunding(rt)];
+    return { stop: async () => void (await Promise.all(loops.map((l) => l.stop()))) };
+  },
 };

@@ -10,6 +10,7 @@ import type { DirectOps, Forwarded, MessageSignature } from '../../core/relayers
 import { RPC_CODES, unreachable } from '../../core/relayers/rpc-rules.js';
 import type { EvmSigner } from '../../signers/index.js';
 import { rpcEndpoints, rpcFor } from './context.js';
+import { evmBundler } from './aa/rpc.js';
 
 function signerOf(rt: Runtime, relayer: Relayer): EvmSigner {
   const signer = rt.signers.loaded.get(signerKey(relayer.signerId, 'evm'));
@@ -120,5 +121,6 @@ export const evmDirect: DirectOps = {
     return split(await account.sign!({ hash: typedDataDigest(input.domainSeparator, input.hashStructMessage) }));
   },
   sponsoredRefusal: 'gasless EVM transactions go through an ERC-4337 bundler and paymaster, not sponsored quote and build',
+  bundler: evmBundler,
   rpc: { refusal: evmRefusal, forward },
 };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Prisma, Relayer, Transaction } from '../../generated/prisma/client.js';
+import type { Prisma, Relayer, Transaction, UserOperation } from '../../generated/prisma/client.js';
 import type { Commit, Statement, TransactionOptions } from '../../db/client.js';
 import { CACHED_LOOKUPS } from '../../db/plans.js';
 import type { Runtime } from '../runtime.js';
@@ -113,4 +113,27 @@ export async function emitRelayerState(out: Outbox, relayer: Relayer) {
     system_disabled: relayer.systemDisabled,
     disabled_reason: relayer.disabledReason ?? null,
   });
+}
+
+/** An ERC-4337 operation as webhooks report it (user_operation_update). */
+export const userOperationPayload = (op: UserOperation) => ({
+  payload_type: 'user_operation',
+  id: op.id,
+  relayer_id: op.relayerId,
+  hash: op.hash,
+  chain_id: op.chainId,
+  entry_point: op.entryPoint,
+  sender: op.sender,
+  nonce: op.nonce,
+  status: op.status,
+  status_reason: op.statusReason,
+  transaction_id: op.transactionId,
+  receipt: op.receipt ?? null,
+  created_at: op.createdAt.toISOString(),
+  updated_at: op.updatedAt.toISOString(),
+});
+
+/** Queues the user_operation_update delivery of an operation's change (its inclusion or failure) in the caller's database transaction. */
+export async function emitUserOperationUpdate(out: Outbox, relayer: Pick<Relayer, 'id' | 'notificationId'>, op: UserOperation) {
+  await enqueue(out, relayer.notificationId, relayer.id, op.transactionId, 'user_operation_update', userOperationPayload(op));
 }

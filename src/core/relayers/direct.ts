@@ -32,6 +32,8 @@ export interface DirectOps {
   };
   /** Why a family without `sponsored` offers none, for its refusal. */
   sponsoredRefusal?: string;
+  /** The ERC-4337 bundler and ERC-7677 paymaster JSON-RPC (…/bundler); absent: not offered for the family. */
+  bundler?: BundlerOps;
   rpc: {
     /** Why a method is refused, or null when it may be forwarded (a pure rule). */
     refusal(method: string): string | null;
@@ -40,4 +42,16 @@ export interface DirectOps {
     /** Forwards calls to the relayer's RPC URLs with failover, answers in call order. */
     forward(rt: Runtime, relayer: Relayer, calls: { method: string; params: unknown }[]): Promise<Forwarded[]>;
   };
+}
+
+/** One bundler call's answer: a result or a JSON-RPC error (ERC-7769's codes). */
+export type BundlerAnswer = { ok: true; result: unknown } | { ok: false; error: { code: number; message: string; data?: unknown } };
+
+export interface BundlerOps {
+  /** Whether the family offers `method`, and whether it acts as the relayer (sends, signs: needs `execute`) or only reads. */
+  method(name: string): 'read' | 'write' | undefined;
+  /** Why this relayer offers no bundler (no `user_operations` policy), or null. */
+  refusal(rt: Runtime, relayer: Relayer): string | null;
+  /** Answers calls the caller may make, in order. */
+  call(rt: Runtime, relayer: Relayer, calls: { method: string; params: unknown }[]): Promise<BundlerAnswer[]>;
 }

@@ -4,7 +4,7 @@ import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import type { Runtime } from '../runtime.js';
 import { slot } from '../state.js';
 import type { Held } from './held.js';
-import { insertTransactions } from './store.js';
+import { AlsoRefused, insertTransactions, type Also } from './store.js';
 import type { NetworkType } from '../family-list.js';
 import type { Accepted } from './pipeline.js';
 
@@ -122,6 +122,23 @@ export function takeBatch<W extends { relayer: Pick<Relayer, 'id' | CheckedField
   return [...groups.values()];
 }
 
+/**
+ * Writes one accepted transaction on its own (not in a group commit) and, in the same database
+ * transaction, `also`'s write (its nonce and its effect on other tables commit together).
+ * 'refused': `also` did not change what it had to, and nothing was written.
+ */
+export async function insertTogether(rt: Runtime, item: Intake, also: Also): Promise<Intaken | 'refused'> {
+  let out: Intaken;
+  try {
+    [[out]] = await insertBatch(rt, [[item]], also);
+  } catch (e) {
+    if (e instanceof AlsoRefused) return 'refused';
+    throw e;
+  }
+  toWorker(rt, [out]);
+  return out;
+}
+
 /** New rows go to this instance's worker, leased to it when written (rows written free are claimed when due). */
 function toWorker(rt: Runtime, outcomes: Intaken[]) {
   const rows = outcomes.filter((o): o is Transaction => typeof o === 'object');
@@ -174,7 +191,7 @@ const RELAYER_NOW = `SELECT ${columnsAs(['id', 'nextNonce', ...CHECKED])} FROM r
  * the insert writes the rows (with their deliveries, when a relayer has a notification). The
  * groups it wrote nothing of, their relayers as they are now say why. Outcomes by group, in order.
  */
-async function insertBatch(rt: Runtime, groups: Waiting[][]): Promise<Intaken[][]> {
+async function insertBatch(rt: Runtime, groups: Pick<Waiting, keyof Intake>[][], also?: Also): Promise<Intaken[][]> {
   const rows = groups.flatMap((group) => {
     let offset = 0n;
     return group.map((w) => ({
@@ -210,6 +227,7 @@ async function insertBatch(rt: Runtime, groups: Waiting[][]): Promise<Intaken[][
     leaseOwner: rt.work.to ? rt.instanceId : null,
     held,
     guard: { sql: GUARD, params: [recordsetJson(checks)] },
+    also,
   });
   if (written.length === rows.length) {
     let i = 0;

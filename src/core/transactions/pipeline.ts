@@ -94,4 +94,10 @@ export interface ChainFamily<T extends NetworkType = NetworkType> {
    * instance knows now (EVM: those the send window will hold); null when it knows of none.
    */
   heldFrom?(rt: Runtime, relayer: Relayer): Held | null;
+  /**
+   * The family's own background work beside the transaction steps (EVM: bundling UserOperations,
+   * deploying and funding relayers' paymasters), started and stopped with the workers. It creates
+   * transactions only through the normal send path.
+   */
+  startWorkers?(rt: Runtime): { stop(): Promise<void> };
 }

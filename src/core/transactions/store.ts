@@ -155,7 +155,7 @@ const INSERT_SQL = insertSql(`SELECT DISTINCT "relayerId" AS relayer_id, 0::bigi
 export async function insertTransactions(
   rt: Pick<Runtime, 'db' | 'notifications'> & { families: FamilySpecs },
   rows: NewTransaction[],
-  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement; held?: Map<string, Held> },
+  opts: { relayers: Pick<Relayer, 'id' | 'notificationId'>[]; leaseOwner?: string | null; guard?: Statement; held?: Map<string, Held>; also?: Also },
 ): Promise<Transaction[]> {
   const insert = {
     sql: opts.guard ? insertSql(opts.guard.sql) : INSERT_SQL,
@@ -169,6 +169,7 @@ export async function insertTransactions(
   };
   const notifies = opts.relayers.some((r) => r.notificationId);
   const relayers = new Map(opts.relayers.map((r) => [r.id, r]));
+  if (opts.also) return insertWithAlso(rt, rows, insert, relayers, opts.also);
   // Without a notification, the insert alone is the transaction. Its plan depends on no table's
   // size, so it is made once per connection (PLAN_ONCE).
   return writeReporting(
@@ -191,6 +192,48 @@ export async function insertTransactions(
     },
     { planOnce: true },
   );
+}
+
+/**
+ * A write that goes with new rows, in their database transaction: the statement made of the rows
+ * written (none when the guard wrote none) must return `rows` rows, or nothing is written
+ * (AlsoRefused). A bundle of UserOperations marks them submitted this way.
+ */
+export type Also = (written: Transaction[]) => { statement: Statement; rows: number };
+
+export class AlsoRefused extends Error {}
+
+async function insertWithAlso(
+  rt: Pick<Runtime, 'db' | 'notifications'> & { families: FamilySpecs },
+  rows: NewTransaction[],
+  insert: Statement,
+  relayers: Map<string, Pick<Relayer, 'id' | 'notificationId'>>,
+  also: Also,
+): Promise<Transaction[]> {
+  let queued = false;
+  const written = await rt.db.transaction(async (tx) => {
+    const [returned] = await tx.run([insert]);
+    const byId = new Map((returned as Pick<Transaction, (typeof FILLED)[number]>[]).map((t) => [t.id, t]));
+    const written = rows.flatMap((r) => {
+      const filled = byId.get(r.id);
+      return filled ? [writtenRow(r, filled)] : [];
+    });
+    if (written.length === 0) return written;
+    const a = also(written);
+    const [changed] = await tx.run([a.statement]);
+    if (changed.length !== a.rows) throw new AlsoRefused(`the write that goes with the transaction changed ${changed.length} rows, not ${a.rows}`);
+    const deliveries = transactionUpdates(
+      rt.families,
+      written.map((transaction) => ({ relayer: relayers.get(transaction.relayerId)!, transaction })),
+    );
+    if (deliveries) {
+      await tx.run([deliveries]);
+      queued = true;
+    }
+    return written;
+  });
+  if (queued) rt.notifications.sender.to?.wake();
+  return written;
 }
 
 /** Claims up to `limit` due rows for `owner`, in due order and, among rows due together, in nonce order. */

@@ -126,7 +126,7 @@ describe('REST operations', () => {
       }
       for (const [name, f] of Object.entries(r.query?.shape ?? {})) use(camel(name), json(f as z.ZodType), name);
       for (const h of Object.values(r.headers ?? {})) use(h.gql, json(h.schema), h.name);
-      if (r.body) use(r.body.variable, r.body.json ? {} : json(r.body.schema), 'body');
+      if (r.body) use(r.body.variable, r.body.text ? { type: 'string' } : r.body.json ? {} : json(r.body.schema), 'body');
       for (const [name, type] of vars) if (!provided.has(name) && isNonNullType(type)) problems.push(`${where}: $${name} is never given`);
       expect([...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort()).toEqual(Object.keys(r.pathParams).sort());
     }

@@ -2,7 +2,7 @@
 // lacks them (anvil, the devnet) exactly as they were placed on public chains: a CREATE2 of the
 // published creation code through the standard deterministic deployer, with the salt used there.
 import { createRequire } from 'node:module';
-import { concat, createPublicClient, createWalletClient, getContractAddress, http, type Address, type Hex } from 'viem';
+import { concat, createPublicClient, pad, createWalletClient, getContractAddress, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 
 /** Arachnid's deterministic deployer: calldata = salt (32 bytes) ‖ creation code; present on anvil and most chains. */
@@ -13,7 +13,10 @@ export const ENTRY_POINT_V08: Address = '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff
 /** The EIP-7702 delegate of @account-abstraction/contracts 0.8 (viem's toSimple7702SmartAccount default). */
 export const SIMPLE_7702_ACCOUNT: Address = '0xe6Cae83BdE06E4c305530e199D7217f42808555B';
 
-export type CanonicalName = 'EntryPointV07' | 'EntryPointV08' | 'Simple7702Account';
+/** v0.7's SimpleAccountFactory (viem's toSimpleSmartAccount default for EntryPoint 0.7). */
+export const SIMPLE_ACCOUNT_FACTORY_V07: Address = '0x91E60e0613810449d098b0b5Ec8b51A0FE8c8985';
+
+export type CanonicalName = 'EntryPointV07' | 'EntryPointV08' | 'Simple7702Account' | 'SimpleAccountFactoryV07';
 
 type Artifact = { abi: unknown[]; bytecode: Hex; deployedBytecode: Hex };
 
@@ -45,6 +48,12 @@ const CANONICAL: { name: CanonicalName; address: Address; salt: Hex; code: () =>
     salt: '0x0000000000000000000000000000000000000000000000000000000000000000',
     code: () => aaArtifact('0.8', 'Simple7702Account').bytecode,
   },
+  {
+    name: 'SimpleAccountFactoryV07',
+    address: SIMPLE_ACCOUNT_FACTORY_V07,
+    salt: '0x0000000000000000000000000000000000000000000000000000000000000000',
+    code: () => concat([aaArtifact('0.7', 'SimpleAccountFactory').bytecode, pad(ENTRY_POINT_V07, { size: 32 })]),
+  },
 ];
 
 /** Where the deterministic deployer puts `code` with `salt`. */
@@ -63,7 +72,7 @@ export function canonicalDeployments(): { name: CanonicalName; address: Address;
 }
 
 /**
- * Places EntryPoint v0.7, v0.8 and Simple7702Account at their canonical addresses on the chain at
+ * Places EntryPoint v0.7, v0.8, Simple7702Account and v0.7's SimpleAccountFactory at their canonical addresses on the chain at
  * `url`, paying with `privateKey` (a funded test key). Those already there are left alone, so it
  * can run at every start. Returns what it deployed.
  */

@@ -1,7 +1,10 @@
 // The durable record of UserOperations a relayer's bundler accepted: one row per (chain, EntryPoint,
 // hash), whatever the number of times or instances it was sent to.
-import type { Database } from '../../../db/client.js';
-import type { UserOperation as UserOpRow } from '../../../generated/prisma/client.js';
+import type { Prisma, UserOperation as UserOpRow } from '../../../generated/prisma/client.js';
+import { isUniqueViolation } from '../../../db/unique-violation.js';
+
+/** The database, or a database transaction (Prisma's interactive one) that writes with others. */
+export type Db = { prisma: Pick<Prisma.TransactionClient, 'userOperation'> };
 
 export type { UserOpRow };
 
@@ -19,23 +22,28 @@ export type NewUserOp = {
  * Keeps an accepted operation. The same operation again (by any instance, at once or later) finds
  * the first row: `created` tells which. Hashes are stored lower-case, as clients write them.
  */
-export async function keepUserOp(db: Database, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
+export async function keepUserOp(db: Db, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
   const key = { chainId: op.chainId, entryPoint: op.entryPoint.toLowerCase(), hash: op.hash.toLowerCase() };
-  const { count } = await db.prisma.userOperation.createMany({
-    data: [{ ...key, relayerId: op.relayerId, sender: op.sender, nonce: op.nonce.toString(), operation: op.operation as never }],
-    skipDuplicates: true,
-  });
+  // One statement when it is new (the usual case); the first row read back when it is not.
+  try {
+    const row = await db.prisma.userOperation.create({
+      data: { ...key, relayerId: op.relayerId, sender: op.sender, nonce: op.nonce.toString(), operation: op.operation as never },
+    });
+    return { row, created: true };
+  } catch (e) {
+    if (!isUniqueViolation(e)) throw e;
+  }
   const row = await db.prisma.userOperation.findUnique({ where: { chainId_entryPoint_hash: key } });
   if (!row) throw new Error(`user operation ${key.hash} vanished after it was written`);
-  return { row, created: count === 1 };
+  return { row, created: false };
 }
 
-export function userOpByHash(db: Database, chainId: number, hash: string): Promise<UserOpRow | null> {
+export function userOpByHash(db: Db, chainId: number, hash: string): Promise<UserOpRow | null> {
   return db.prisma.userOperation.findFirst({ where: { chainId, hash: hash.toLowerCase() } });
 }
 
 /** A relayer's operations waiting for a bundle, oldest first. */
-export function pendingUserOps(db: Database, relayerId: string, entryPoint: string, limit: number): Promise<UserOpRow[]> {
+export function pendingUserOps(db: Db, relayerId: string, entryPoint: string, limit: number): Promise<UserOpRow[]> {
   return db.prisma.userOperation.findMany({
     where: { relayerId, entryPoint: entryPoint.toLowerCase(), status: 'pending' },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
@@ -44,18 +52,32 @@ export function pendingUserOps(db: Database, relayerId: string, entryPoint: stri
 }
 
 /** Puts pending operations in the bundle transaction `transactionId`; those no longer pending are left. */
-export async function markSubmitted(db: Database, ids: string[], transactionId: string): Promise<number> {
+export async function markSubmitted(db: Db, ids: string[], transactionId: string): Promise<number> {
   const { count } = await db.prisma.userOperation.updateMany({ where: { id: { in: ids }, status: 'pending' }, data: { status: 'submitted', transactionId } });
   return count;
 }
 
 /** Ends operations that will not be included, with why. Included ones stay included. */
-export async function markFailed(db: Database, ids: string[], reason: string): Promise<number> {
+export async function markFailed(db: Db, ids: string[], reason: string): Promise<number> {
   const { count } = await db.prisma.userOperation.updateMany({
     where: { id: { in: ids }, status: { in: ['pending', 'submitted'] } },
     data: { status: 'failed', statusReason: reason },
   });
   return count;
+}
+
+/** Operations of a bundle that provably did not land (their nonce unused) wait for the next one. */
+export async function markPending(db: Db, ids: string[]): Promise<number> {
+  const { count } = await db.prisma.userOperation.updateMany({
+    where: { id: { in: ids }, status: 'submitted' },
+    data: { status: 'pending', transactionId: null, statusReason: null },
+  });
+  return count;
+}
+
+/** Operations sent by `sender` to the relayer since `since` (its per-sender limit counts them). */
+export function countSenderOps(db: Db, relayerId: string, sender: string, since: Date): Promise<number> {
+  return db.prisma.userOperation.count({ where: { relayerId, sender, createdAt: { gte: since } } });
 }
 
 export type UserOpReceipt = {
@@ -68,9 +90,11 @@ export type UserOpReceipt = {
   reason?: string;
 };
 
-export async function markIncluded(db: Database, id: string, receipt: UserOpReceipt): Promise<UserOpRow> {
-  return db.prisma.userOperation.update({
-    where: { id },
+/** Records an operation's inclusion; null when it had already ended (included or failed, by another instance say). */
+export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): Promise<UserOpRow | null> {
+  const { count } = await db.prisma.userOperation.updateMany({
+    where: { id, status: { in: ['pending', 'submitted'] } },
     data: { status: 'included', receipt: receipt as never, statusReason: receipt.success ? null : (receipt.reason ?? 'the call reverted') },
   });
+  return count ? db.prisma.userOperation.findUnique({ where: { id } }) : null;
 }

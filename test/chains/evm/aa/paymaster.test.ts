@@ -116,6 +116,7 @@ describe('canonical ERC-4337 contracts', () => {
       ['EntryPointV07', '0x0000000071727De22E5E9d8BAf0edAc6f37da032'],
       ['EntryPointV08', '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108'],
       ['Simple7702Account', '0xe6Cae83BdE06E4c305530e199D7217f42808555B'],
+      ['SimpleAccountFactoryV07', '0x91E60e0613810449d098b0b5Ec8b51A0FE8c8985'],
     ]);
   });
 });

@@ -1,0 +1,259 @@
+// The EVM relayer's bundler JSON-RPC (ERC-7769) and paymaster JSON-RPC (ERC-7677): the EVM half of
+// core/relayers/bundler.ts. Acceptance of an operation: the policy, the relayer's paymaster, the
+// EntryPoint's simulation, then a durable row; bundling is bundling.ts's.
+import { getAddress, numberToHex, parseEventLogs, type Address, type Hex, type Log } from 'viem';
+import type { Relayer } from '../../../generated/prisma/client.js';
+import type { BundlerAnswer, BundlerOps } from '../../../core/relayers/direct.js';
+import type { Runtime } from '../../../core/runtime.js';
+import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
+import { readEvmPolicy } from '../request.js';
+import { RpcUnavailableError } from '../rpc-client.js';
+import { wakeBundler } from './bundling.js';
+import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
+import { publishOps } from './lifecycle.js';
+import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
+import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
+import { entryPointAbi, estimateGas, judgeValidation, simulateValidation } from './simulate.js';
+import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
+import { countSenderOps, keepUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
+import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
+
+const METHODS: Record<string, 'read' | 'write'> = {
+  eth_sendUserOperation: 'write',
+  pm_getPaymasterStubData: 'write',
+  pm_getPaymasterData: 'write',
+  eth_estimateUserOperationGas: 'read',
+  eth_getUserOperationByHash: 'read',
+  eth_getUserOperationReceipt: 'read',
+  eth_supportedEntryPoints: 'read',
+  eth_chainId: 'read',
+};
+
+/** How long the paymaster's approval lasts: long enough to be bundled, short enough not to be hoarded. */
+export const APPROVAL_S = 15 * 60;
+
+const policyOf = (relayer: Relayer): UserOperationsPolicy | undefined => readEvmPolicy(relayer.policies).user_operations;
+
+type Call = { rt: Runtime; relayer: Relayer; ctx: EvmContext; policy: UserOperationsPolicy; params: unknown[] };
+
+const nowS = () => Math.floor(Date.now() / 1000);
+const window = (): Window => ({ validUntil: nowS() + APPROVAL_S, validAfter: 0 });
+
+async function accountNonce(ctx: EvmContext, sender: Address): Promise<number> {
+  return Number(BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [sender, 'latest'])));
+}
+
+/** The operation's hash: an EIP-7702 account already delegated, sent without its authorization, hashes with the delegate its code names. */
+async function hashOf(ctx: EvmContext, op: UserOp, version: '0.7' | '0.8'): Promise<Hex> {
+  const delegate = op.factory === '0x7702' && !op.authorization ? delegateOf(await ctx.rpc.request<Hex>('eth_getCode', [op.sender, 'latest'])) : undefined;
+  if (op.factory === '0x7702' && !op.authorization && !delegate) throw invalidParams('eip7702Auth: required, the sender is not delegated yet');
+  return userOpHash(op, version, ctx.chainId, delegate);
+}
+
+function checkChain(ctx: EvmContext, given: unknown): void {
+  if (given === undefined) return;
+  let id: bigint | undefined;
+  try {
+    id = typeof given === 'string' || typeof given === 'number' ? BigInt(given) : undefined;
+  } catch {}
+  if (id !== BigInt(ctx.chainId)) throw invalidParams(`chainId: ${String(given)} is not this relayer's chain (${numberToHex(ctx.chainId)})`);
+}
+
+function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
+  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  if (!op.paymaster || op.paymaster.toLowerCase() !== pm.toLowerCase())
+    throw invalidParams(`paymaster: this bundler takes operations its relayer's paymaster ${pm} pays for${op.paymaster ? `, not ${op.paymaster}` : ''}`);
+  return pm;
+}
+
+const settled = <T>(r: PromiseSettledResult<T>): T => {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
+};
+
+async function sendUserOperation(c: Call): Promise<Hex> {
+  const { op, version, entryPoint } = readUserOp(c.params, 'send');
+  checkEntryPoint(c.policy, entryPoint);
+  ownPaymaster(c, op, entryPoint);
+  checkSponsorship(c.policy, op, true);
+  const hash = await hashOf(c.ctx, op, version);
+  const db = c.rt.db;
+  // The reads the checks need, at once (the answer waits on the slowest, not on their sum).
+  const [known, authorization, sent, validation] = await Promise.allSettled([
+    userOpByHash(db, c.ctx.chainId, hash),
+    op.authorization ? accountNonce(c.ctx, op.sender).then((n) => checkAuthorization(op, c.ctx.chainId, n)) : undefined,
+    c.policy.sponsorship?.max_operations_per_sender_per_hour !== undefined ? countSenderOps(db, c.relayer.id, op.sender, new Date(Date.now() - 3_600_000)) : 0,
+    simulateValidation(c.ctx.rpc, op, version),
+  ]);
+  // The same operation again: the same answer, nothing new (whatever happened to it since).
+  const row0 = settled(known);
+  if (row0 && row0.entryPoint === entryPoint.toLowerCase()) return hash;
+  settled(authorization);
+  checkSenderRate(c.policy, settled(sent));
+  judgeValidation(settled(validation), nowS());
+  const { row, created } = await keepUserOp(db, {
+    relayerId: c.relayer.id,
+    chainId: c.ctx.chainId,
+    entryPoint,
+    hash,
+    sender: op.sender,
+    nonce: op.nonce,
+    operation: userOpJson(op),
+  });
+  if (created) {
+    c.rt.metrics.userOperations.inc({ relayer_id: c.relayer.id, outcome: 'accepted' });
+    publishOps(c.rt, [row]);
+    wakeBundler(c.rt);
+  }
+  return hash;
+}
+
+async function estimateUserOperationGas(c: Call) {
+  const { op, version, entryPoint } = readUserOp(c.params, 'estimate');
+  checkEntryPoint(c.policy, entryPoint);
+  if (op.authorization) await checkAuthorization(op, c.ctx.chainId, await accountNonce(c.ctx, op.sender), false);
+  const g = await estimateGas(c.ctx.rpc, op, version);
+  return Object.fromEntries(Object.entries(g).map(([k, v]) => [k, numberToHex(v as bigint)]));
+}
+
+/** ERC-7677's params: [userOperation, entryPoint, chainId, context]. */
+function paymasterRequest(c: Call) {
+  const [raw, ep, chainId] = c.params;
+  const { op, entryPoint } = readUserOp([raw, ep], 'estimate');
+  checkEntryPoint(c.policy, entryPoint);
+  checkChain(c.ctx, chainId);
+  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  if (op.paymaster && op.paymaster.toLowerCase() !== pm.toLowerCase())
+    throw invalidParams(`paymaster: ${op.paymaster} is not this relayer's paymaster (${pm})`);
+  return { op, pm };
+}
+
+async function getPaymasterStubData(c: Call) {
+  const { op, pm } = paymasterRequest(c);
+  checkSponsorship(c.policy, op, false);
+  // No gas limits: the estimate fills them, and pm_getPaymasterData approves them.
+  return { paymaster: pm, paymasterData: paymasterData(window(), STUB_SIGNATURE), isFinal: false, sponsor: { name: `relayer ${c.relayer.id}` } };
+}
+
+async function getPaymasterData(c: Call) {
+  const { op, pm } = paymasterRequest(c);
+  const mine: UserOp = {
+    ...op,
+    paymaster: pm,
+    paymasterVerificationGasLimit: op.paymasterVerificationGasLimit ?? 0n,
+    paymasterPostOpGasLimit: op.paymasterPostOpGasLimit ?? 0n,
+    paymasterData: '0x',
+  };
+  checkSponsorship(c.policy, mine, true);
+  const signer = c.ctx.signer;
+  if (!signer) throw new UserOpError(USEROP_CODES.paymaster, `relayer ${c.relayer.id} has no signer loaded on this service to approve with`);
+  const w = window();
+  const signature = await signer.account.signTypedData(approvalTypedData(packUserOp(mine), pm, c.ctx.chainId, w));
+  return { paymaster: pm, paymasterData: paymasterData(w, signature) };
+}
+
+function readHash(params: unknown[]): Hex {
+  const h = params[0];
+  if (typeof h !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(h)) throw invalidParams('userOpHash: must be 32 bytes of 0x-prefixed hex');
+  return h.toLowerCase() as Hex;
+}
+
+async function ownRow(c: Call, hash: Hex): Promise<UserOpRow | null> {
+  const row = await userOpByHash(c.rt.db, c.ctx.chainId, hash);
+  return row && row.relayerId === c.relayer.id ? row : null;
+}
+
+async function getUserOperationByHash(c: Call) {
+  const row = await ownRow(c, readHash(c.params));
+  if (!row) return null;
+  const r = row.status === 'included' ? (row.receipt as UserOpReceipt | null) : null;
+  return {
+    userOperation: row.operation,
+    entryPoint: getAddress(row.entryPoint),
+    transactionHash: r?.transactionHash ?? null,
+    blockHash: r?.blockHash ?? null,
+    blockNumber: r?.blockNumber ?? null,
+  };
+}
+
+/** The logs of one operation in its bundle: from the previous operation's event (or the start) to its own. */
+function opLogs(logs: Log[], entryPoint: string, hash: string): Log[] {
+  const ep = entryPoint.toLowerCase();
+  let start = 0;
+  for (let i = 0; i < logs.length; i++) {
+    const l = logs[i]!;
+    if (l.address.toLowerCase() !== ep) continue;
+    const [ev] = parseEventLogs({ abi: entryPointAbi, logs: [l], eventName: 'UserOperationEvent' });
+    if (!ev) continue;
+    if (ev.args.userOpHash.toLowerCase() === hash) return logs.slice(start, i + 1);
+    start = i + 1;
+  }
+  return [];
+}
+
+async function getUserOperationReceipt(c: Call) {
+  const row = await ownRow(c, readHash(c.params));
+  if (row?.status !== 'included' || !row.receipt) return null;
+  const r = row.receipt as UserOpReceipt;
+  const receipt = await c.ctx.rpc.request<{ logs: Log[] } & Record<string, unknown>>('eth_getTransactionReceipt', [r.transactionHash]);
+  if (!receipt) return null;
+  const op = row.operation as { paymaster?: string };
+  return {
+    userOpHash: row.hash,
+    entryPoint: getAddress(row.entryPoint),
+    sender: row.sender,
+    nonce: numberToHex(BigInt(row.nonce)),
+    paymaster: op.paymaster ?? null,
+    actualGasCost: numberToHex(BigInt(r.actualGasCost)),
+    actualGasUsed: numberToHex(BigInt(r.actualGasUsed)),
+    success: r.success,
+    reason: r.success ? '' : (r.reason ?? ''),
+    logs: opLogs(receipt.logs, row.entryPoint, row.hash),
+    receipt,
+  };
+}
+
+const HANDLERS: Record<string, (c: Call) => Promise<unknown>> = {
+  eth_sendUserOperation: sendUserOperation,
+  eth_estimateUserOperationGas: estimateUserOperationGas,
+  pm_getPaymasterStubData: getPaymasterStubData,
+  pm_getPaymasterData: getPaymasterData,
+  eth_getUserOperationByHash: getUserOperationByHash,
+  eth_getUserOperationReceipt: getUserOperationReceipt,
+  eth_supportedEntryPoints: async (c) => servedEntryPoints(c.policy).map((a) => getAddress(a)),
+  eth_chainId: async (c) => numberToHex(c.ctx.chainId),
+};
+
+function answerOf(rt: Runtime, relayer: Relayer, method: string, e: unknown): BundlerAnswer {
+  if (e instanceof UserOpError) return { ok: false, error: { code: e.code, message: e.message, ...(e.data !== undefined ? { data: e.data } : {}) } };
+  if (e instanceof RpcUnavailableError) return { ok: false, error: { code: -32603, message: "the relayer's network cannot be reached right now; try again" } };
+  rt.log.error({ err: e, relayerId: relayer.id, method }, 'bundler method failed');
+  return { ok: false, error: { code: -32603, message: `Internal error: ${method} failed` } };
+}
+
+export const evmBundler: BundlerOps = {
+  method: (name) => METHODS[name],
+  refusal(rt, relayer) {
+    if (!policyOf(relayer)) return `relayer ${relayer.id} has no user_operations policy: its bundler and paymaster are off`;
+    try {
+      evmContext(rt, relayer);
+    } catch (e) {
+      if (e instanceof EvmSetupError) return `relayer ${relayer.id} cannot bundle: ${e.message}`;
+      throw e;
+    }
+    return null;
+  },
+  async call(rt, relayer, calls) {
+    const ctx = evmContext(rt, relayer);
+    const policy = policyOf(relayer)!;
+    return Promise.all(
+      calls.map(async ({ method, params }): Promise<BundlerAnswer> => {
+        try {
+          return { ok: true, result: await HANDLERS[method]!({ rt, relayer, ctx, policy, params: params as unknown[] }) };
+        } catch (e) {
+          return answerOf(rt, relayer, method, e);
+        }
+      }),
+    );
+  },
+};

@@ -1,0 +1,495 @@
+// Gasless EVM end to end: viem's bundler client, pointed at the relayer's bundler URL with
+// `paymaster: true`, sends a fresh 0-ETH EOA's operation as an EIP-7702 smart account; the relayer
+// sponsors it, bundles it through its normal send path and reports it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  encodeFunctionData,
+  http,
+  parseAbi,
+  type Address,
+  type Chain,
+  type Hex,
+  type HttpTransport,
+  type PublicClient,
+} from 'viem';
+import {
+  createBundlerClient,
+  formatUserOperationRequest,
+  entryPoint07Abi,
+  getUserOperationHash,
+  toSimple7702SmartAccount,
+  toSmartAccount,
+  type UserOperation,
+} from 'viem/account-abstraction';
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
+import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chains/evm/anvil.js';
+import {
+  ENTRY_POINT_V07,
+  ENTRY_POINT_V08,
+  placeCanonicalContracts,
+  SIMPLE_7702_ACCOUNT,
+  SIMPLE_ACCOUNT_FACTORY_V07,
+} from '../../src/chains/evm/aa/canonical.js';
+import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { keystores, localSigner } from '../chains/stellar/support.js';
+import { databaseKinds } from '../support/postgres.js';
+import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
+
+const BUNDLER = '/api/v1/relayers/evm-relayer/bundler';
+/** Stores its caller in slot 0 (see test/chains/evm/aa/support.ts). */
+const CALLER_RECORDER_INIT: Hex = '0x63335f55005f526004601cf3';
+const PM08 = paymasterDeployment(ENTRY_POINT_V08, DEV_ADDRESS, DEV_ADDRESS);
+const PM07 = paymasterDeployment(ENTRY_POINT_V07, DEV_ADDRESS, DEV_ADDRESS);
+
+type Ctx = { svc: TestService; chain: Chain; pub: PublicClient<HttpTransport, Chain>; recorder: Address; other: Address };
+
+const HOOK = { relayer: { notification_id: 'hook' }, notifications: [{ id: 'hook', type: 'webhook', url: 'http://127.0.0.1:9/hook' }] };
+
+async function setup(db: 'pglite' | 'postgres', userOperations: object, workers = true): Promise<Ctx> {
+  // Beside the EVM relayer, a Stellar one (its network unreachable: it only has to exist) that has no bundler.
+  const keys = await keystores();
+  const stellarKey = await keys.create('stellar');
+  const svc = await startTestService({
+    db,
+    anvil: true,
+    workers,
+    config: ({ rpcUrl }) => {
+      const config = evmConfig(rpcUrl, { ...HOOK, relayer: { ...HOOK.relayer, policies: { user_operations: userOperations } } });
+      config.relayers.push({
+        id: 'stellar-relayer',
+        name: 'Stellar',
+        network: 'stellar-n',
+        network_type: 'stellar',
+        paused: false,
+        signer_id: 'stellar-key',
+        policies: {},
+      } as never);
+      config.signers.push(localSigner('stellar-key', stellarKey.file) as never);
+      config.networks.push({
+        type: 'stellar',
+        network: 'stellar-n',
+        rpc_urls: ['http://127.0.0.1:1'],
+        passphrase: 'Test SDF Network ; September 2015',
+        is_testnet: true,
+      } as never);
+      return config;
+    },
+  });
+  const stop = svc.stop.bind(svc);
+  svc.stop = async () => {
+    await stop();
+    await keys.remove();
+  };
+  const url = svc.anvil!.url;
+  const chain = defineChain({
+    id: 31337,
+    name: 'anvil',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [url] } },
+  });
+  const transport = http(url, { retryCount: 0 });
+  const pub = createPublicClient({ chain, transport, pollingInterval: 50 });
+  const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
+  await placeCanonicalContracts(url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
+  // The relayer's paymasters (owner and signer the relayer's address), placed and funded by someone else.
+  const wallet = createWalletClient({ chain, transport, account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }), pollingInterval: 50 });
+  for (const d of [PM08, PM07]) {
+    await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: d.to, data: d.data }) });
+    await pub.waitForTransactionReceipt({
+      hash: await wallet.writeContract({ address: d.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
+    });
+  }
+  const deploy = async () => (await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ data: CALLER_RECORDER_INIT }) })).contractAddress!;
+  return { svc, chain, pub: pub as never, recorder: await deploy(), other: await deploy() };
+}
+
+function bundlerClient(c: Ctx, account: Parameters<typeof createBundlerClient>[0]['account']) {
+  return createBundlerClient({
+    account,
+    client: c.pub,
+    chain: c.chain,
+    paymaster: true,
+    pollingInterval: 100,
+    transport: http(`http://relayer.test${BUNDLER}`, {
+      retryCount: 0,
+      fetchFn: (input, init) => c.svc.app.fetch(new Request(input as string, init)),
+      fetchOptions: { headers: { authorization: `Bearer ${c.svc.apiKey}` } },
+    }),
+  });
+}
+
+async function callBundler(c: Ctx, body: unknown, key = c.svc.apiKey) {
+  const res = await c.svc.request('POST', BUNDLER, typeof body === 'string' ? body : JSON.stringify(body), {
+    authorization: `Bearer ${key}`,
+    'content-type': 'application/json',
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** The JSON-RPC result, or throws with the error's code and message. */
+async function rpcOk(c: Ctx, method: string, params: unknown[]) {
+  const { body } = await callBundler(c, { jsonrpc: '2.0', id: 1, method, params });
+  if (body.error) throw Object.assign(new Error(`${body.error.code} ${body.error.message}`), { code: body.error.code });
+  return body.result;
+}
+
+const rpcError = async (c: Ctx, method: string, params: unknown[]) => (await callBundler(c, { jsonrpc: '2.0', id: 7, method, params })).body.error;
+
+async function setPolicy(c: Ctx, userOperations: object | null) {
+  const res = await c.svc.request('PATCH', '/api/v1/relayers/evm-relayer', { policies: userOperations ? { user_operations: userOperations } : null });
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+/** A 7702 operation prepared through the bundler route (stub data, estimate, paymaster data) and signed, not sent. */
+async function signedOp(c: Ctx, to: Address) {
+  const user = await fresh7702(c);
+  const bundler = bundlerClient(c, user.account);
+  const prepared = await bundler.prepareUserOperation({ calls: [{ to, data: '0x' }], authorization: user.authorization });
+  const signature = await user.account.signUserOperation(prepared as never);
+  const op = { ...prepared, signature } as UserOperation<'0.8'>;
+  return { ...user, op, json: formatUserOperationRequest(op) };
+}
+
+const rowsOf = (c: Ctx) => c.svc.rt.db.prisma.userOperation.count();
+const txCount = (c: Ctx) => c.svc.rt.db.prisma.transaction.count();
+
+async function waitOp(c: Ctx, hash: string, status: string, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const row = await c.svc.rt.db.prisma.userOperation.findFirst({ where: { hash: hash.toLowerCase() } });
+    if (row?.status === status) return row;
+    if (Date.now() > deadline) throw new Error(`operation ${hash}: ${row?.status ?? 'no row'} (${row?.statusReason}), not ${status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const deposit = (c: Ctx, pm: Address) => c.pub.readContract({ address: pm, abi: relayerPaymasterAbi, functionName: 'getDeposit' }) as Promise<bigint>;
+const callerOf = async (c: Ctx, target: Address) => `0x${((await c.pub.getStorageAt({ address: target, slot: '0x0' })) ?? '0x').slice(-40)}`.toLowerCase();
+
+const simpleAccountAbi = parseAbi([
+  'function execute(address dest, uint256 value, bytes func)',
+  'function createAccount(address owner, uint256 salt) returns (address)',
+  'function getAddress(address owner, uint256 salt) view returns (address)',
+]);
+
+/** A v0.7 SimpleAccount (eth-infinitism's, from its canonical factory) as viem's smart account; viem ships none for it. */
+async function simpleAccountV07(c: Ctx, owner: ReturnType<typeof privateKeyToAccount>) {
+  const address = (await c.pub.readContract({
+    address: SIMPLE_ACCOUNT_FACTORY_V07,
+    abi: simpleAccountAbi,
+    functionName: 'getAddress',
+    args: [owner.address, 0n],
+  })) as Address;
+  return toSmartAccount({
+    client: c.pub,
+    entryPoint: { abi: entryPoint07Abi, address: ENTRY_POINT_V07, version: '0.7' },
+    getAddress: async () => address,
+    getFactoryArgs: async () => ({
+      factory: SIMPLE_ACCOUNT_FACTORY_V07,
+      factoryData: encodeFunctionData({ abi: simpleAccountAbi, functionName: 'createAccount', args: [owner.address, 0n] }),
+    }),
+    encodeCalls: async (calls) =>
+      encodeFunctionData({ abi: simpleAccountAbi, functionName: 'execute', args: [calls[0]!.to, calls[0]!.value ?? 0n, calls[0]!.data ?? '0x'] }),
+    decodeCalls: undefined,
+    getStubSignature: async () =>
+      '0xfffffffffffffffffffffffffffffff0000000000000000000000000000000007aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1c',
+    signMessage: async () => {
+      throw new Error('not needed');
+    },
+    signTypedData: async () => {
+      throw new Error('not needed');
+    },
+    // SimpleAccount checks an EIP-191 signature of the userOpHash by its owner.
+    signUserOperation: async (op) =>
+      owner.signMessage({
+        message: {
+          raw: getUserOperationHash({
+            userOperation: { ...op, sender: address } as never,
+            entryPointAddress: ENTRY_POINT_V07,
+            entryPointVersion: '0.7',
+            chainId: c.chain.id,
+          }),
+        },
+      }),
+  });
+}
+
+async function fresh7702(c: Ctx) {
+  const owner = privateKeyToAccount(generatePrivateKey());
+  const account = await toSimple7702SmartAccount({ client: c.pub, owner });
+  const authorization = await owner.signAuthorization({ address: SIMPLE_7702_ACCOUNT, chainId: c.chain.id, nonce: 0 });
+  return { owner, account, authorization };
+}
+
+describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)', (db) => {
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM08.address } });
+  }, 120_000);
+  afterAll(() => c?.svc.stop());
+
+  it("a fresh 0-ETH EOA's EIP-7702 operation, sent with viem's bundler client, is included: the target sees the user, the relayer paid", async () => {
+    const { owner, account, authorization } = await fresh7702(c);
+    const bundler = bundlerClient(c, account);
+    const relayerBefore = await c.pub.getBalance({ address: DEV_ADDRESS });
+    const depositBefore = await deposit(c, PM08.address);
+
+    const hash = await bundler.sendUserOperation({ calls: [{ to: c.recorder, data: '0x' }], authorization });
+    const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 30_000 });
+
+    expect(receipt.success).toBe(true);
+    expect(receipt.sender.toLowerCase()).toBe(owner.address.toLowerCase());
+    expect(receipt.receipt.status).toBe('success');
+    expect(await callerOf(c, c.recorder)).toBe(owner.address.toLowerCase());
+    expect(await c.pub.getBalance({ address: owner.address })).toBe(0n);
+    // The relayer paid: the bundle's gas from its account, the operation's from its paymaster's
+    // deposit (refunded to it as beneficiary); together they fell.
+    const depositAfter = await deposit(c, PM08.address);
+    expect(depositAfter).toBeLessThan(depositBefore);
+    expect((await c.pub.getBalance({ address: DEV_ADDRESS })) + depositAfter).toBeLessThan(relayerBefore + depositBefore);
+    // The handleOps transaction is an ordinary transaction of the relayer, type 4 (it carried the authorization).
+    const row = await c.svc.rt.db.prisma.userOperation.findFirstOrThrow({ where: { hash: hash.toLowerCase() } });
+    expect(row.status).toBe('included');
+    const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: row.transactionId! } });
+    expect(tx.to?.toLowerCase()).toBe(ENTRY_POINT_V08.toLowerCase());
+    expect(['mined', 'confirmed']).toContain(tx.status);
+    expect((await c.pub.getTransaction({ hash: tx.hash as Hex })).type).toBe('eip7702');
+
+    const byHash = await bundler.getUserOperation({ hash });
+    expect(byHash.transactionHash).toBe(receipt.receipt.transactionHash);
+
+    // Its webhook (the outbox: written with the status change) and its metrics.
+    const events = (await c.svc.rt.db.prisma.delivery.findMany({ where: { event: 'user_operation_update' } })).map((d) => JSON.parse(d.body).payload);
+    expect(events.filter((e) => e.hash === hash.toLowerCase()).map((e) => e.status)).toEqual(['included']);
+    const metrics = await c.svc.rt.metrics.registry.metrics();
+    expect(metrics).toMatch(/relayer_user_operations_total\{relayer_id="evm-relayer",outcome="included"\} [1-9]/);
+    expect(metrics).toMatch(/relayer_bundle_size_count\{relayer_id="evm-relayer"\} [1-9]/);
+  }, 60_000);
+
+  it('several operations sent at once go in one handleOps; the same signed operation again is the same hash, kept and included once', async () => {
+    const ops = await Promise.all([signedOp(c, c.recorder), signedOp(c, c.recorder), signedOp(c, c.recorder)]);
+    const rowsBefore = await rowsOf(c);
+    // One JSON-RPC batch: accepted together, bundled together.
+    const { body } = await callBundler(
+      c,
+      ops.map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    expect(body.map((b: any) => b.error)).toEqual([undefined, undefined, undefined]);
+    const hashes = body.map((b: any) => b.result as string);
+    expect(await rpcOk(c, 'eth_sendUserOperation', [ops[0]!.json, ENTRY_POINT_V08])).toBe(hashes[0]);
+    const rows = await Promise.all(hashes.map((h: string) => waitOp(c, h, 'included')));
+    expect(new Set(rows.map((r) => r.transactionId)).size).toBe(1);
+    expect(await rowsOf(c)).toBe(rowsBefore + 3);
+    // Sent again once included: still the same answer, nothing new.
+    expect(await rpcOk(c, 'eth_sendUserOperation', [ops[0]!.json, ENTRY_POINT_V08])).toBe(hashes[0]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await rowsOf(c)).toBe(rowsBefore + 3);
+    const logs = await c.pub.getLogs({
+      address: ENTRY_POINT_V08,
+      event: parseAbi([
+        'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
+      ])[0],
+      args: { userOpHash: hashes[0] as Hex },
+      fromBlock: 0n,
+    });
+    expect(logs).toHaveLength(1);
+    for (const o of ops) expect(await c.pub.getBalance({ address: o.owner.address })).toBe(0n);
+    const receipt = await rpcOk(c, 'eth_getUserOperationReceipt', [hashes[1]]);
+    expect(receipt).toMatchObject({ userOpHash: hashes[1], success: true, sender: ops[1]!.owner.address });
+    expect(receipt.logs.at(-1).topics[1]).toBe(hashes[1]);
+  }, 90_000);
+
+  it('an operation whose call reverts is included, not successful, with its revert data; the paymaster paid', async () => {
+    const user = await fresh7702(c);
+    const bundler = bundlerClient(c, user.account);
+    const before = await deposit(c, PM08.address);
+    // The user asks the relayer's paymaster for its deposit: refused (NotOwner) inside the operation.
+    const withdraw = encodeFunctionData({ abi: relayerPaymasterAbi, functionName: 'withdrawTo', args: [user.owner.address, 1n] });
+    const hash = await bundler.sendUserOperation({ calls: [{ to: PM08.address, data: withdraw }], authorization: user.authorization });
+    const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 30_000 });
+    expect(receipt.success).toBe(false);
+    expect(receipt.reason).toMatch(/^0x[0-9a-f]{8}/);
+    const row = await waitOp(c, hash, 'included');
+    expect(row.statusReason).toBe(receipt.reason);
+    expect(await deposit(c, PM08.address)).toBeLessThan(before);
+    expect(await c.svc.rt.metrics.registry.metrics()).toMatch(/relayer_user_operations_total\{relayer_id="evm-relayer",outcome="reverted"\} 1/);
+  }, 60_000);
+
+  it('refuses what the policy does not sponsor, before anything is stored or sent', async () => {
+    const rows = await rowsOf(c);
+    const txs = await txCount(c);
+    await setPolicy(c, { paymaster: { address: PM08.address }, sponsorship: { allowed_targets: [c.recorder], max_operations_per_sender_per_hour: 1 } });
+    try {
+      const user = await fresh7702(c);
+      const bundler = bundlerClient(c, user.account);
+      // A call to a target not allowed: the paymaster refuses to sponsor it (-32501).
+      await expect(bundler.sendUserOperation({ calls: [{ to: c.other, data: '0x' }], authorization: user.authorization })).rejects.toThrow(
+        /not in the relayer's allowed_targets/,
+      );
+      const error = await rpcError(c, 'pm_getPaymasterStubData', [
+        formatUserOperationRequest({
+          sender: user.owner.address,
+          nonce: 0n,
+          callData: encodeFunctionData({ abi: parseAbi(['function execute(address,uint256,bytes)']), functionName: 'execute', args: [c.other, 0n, '0x'] }),
+        }),
+        ENTRY_POINT_V08,
+        '0x7a69',
+        {},
+      ]);
+      expect(error).toMatchObject({ code: -32501 });
+      // An EntryPoint the relayer does not serve, and another chain.
+      expect(await rpcError(c, 'eth_sendUserOperation', [{}, '0x0000000000000000000000000000000000004337'])).toMatchObject({ code: -32602 });
+      // The per-sender limit, counted from the table: the first of the hour goes, the second is throttled.
+      const first = await signedOp(c, c.recorder);
+      const hash = await rpcOk(c, 'eth_sendUserOperation', [first.json, ENTRY_POINT_V08]);
+      await waitOp(c, hash, 'included');
+      const bundler2 = bundlerClient(c, first.account);
+      await expect(bundler2.sendUserOperation({ calls: [{ to: c.recorder, data: '0x' }] })).rejects.toThrow(/max_operations_per_sender_per_hour is 1/);
+      // A maximum cost below any operation's: pm_getPaymasterData refuses to approve.
+      await setPolicy(c, { paymaster: { address: PM08.address }, sponsorship: { max_cost_per_operation: '1' } });
+      const poor = await fresh7702(c);
+      await expect(
+        bundlerClient(c, poor.account).sendUserOperation({ calls: [{ to: c.recorder, data: '0x' }], authorization: poor.authorization }),
+      ).rejects.toThrow(/above the relayer's max_cost_per_operation of 1 wei/);
+      expect(await rowsOf(c)).toBe(rows + 1);
+      expect(await txCount(c)).toBe(txs + 1);
+    } finally {
+      await setPolicy(c, { paymaster: { address: PM08.address } });
+    }
+  }, 90_000);
+
+  it('refuses an operation that fails simulation with the ERC code, and stores nothing', async () => {
+    const rows = await rowsOf(c);
+    const o = await signedOp(c, c.recorder);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const forged = { ...o.json, signature: await stranger.sign({ hash: `0x${'ab'.repeat(32)}` }) };
+    expect(await rpcError(c, 'eth_sendUserOperation', [forged, ENTRY_POINT_V08])).toMatchObject({ code: -32507, message: expect.stringMatching(/signature/) });
+    // Its paymaster approval altered: the paymaster refuses it (AA34 → -32507, or the ERC's paymaster code).
+    const altered = { ...o.json, callGasLimit: '0x1' };
+    expect((await rpcError(c, 'eth_sendUserOperation', [altered, ENTRY_POINT_V08])).code).toBeOneOf([-32500, -32501, -32507]);
+    expect(await rowsOf(c)).toBe(rows);
+  }, 60_000);
+
+  it('answers JSON-RPC errors, never a 500: malformed JSON, unknown methods, bad params, a relayer without the policy', async () => {
+    expect(await callBundler(c, '{"jsonrpc":')).toMatchObject({ status: 200, body: { jsonrpc: '2.0', id: null, error: { code: -32700 } } });
+    expect((await callBundler(c, [])).body.error.code).toBe(-32600);
+    expect((await callBundler(c, { jsonrpc: '2.0', id: 3, method: 'eth_sendTransaction', params: [] })).body).toMatchObject({ id: 3, error: { code: -32601 } });
+    expect(await rpcError(c, 'eth_sendUserOperation', [{ sender: 'nope' }, ENTRY_POINT_V08])).toMatchObject({ code: -32602 });
+    expect(await rpcError(c, 'eth_getUserOperationByHash', ['0x12'])).toMatchObject({ code: -32602 });
+    expect(await rpcOk(c, 'eth_getUserOperationByHash', [`0x${'00'.repeat(32)}`])).toBeNull();
+    expect(await rpcOk(c, 'eth_getUserOperationReceipt', [`0x${'00'.repeat(32)}`])).toBeNull();
+    expect(await rpcOk(c, 'eth_chainId', [])).toBe('0x7a69');
+    expect(await rpcOk(c, 'eth_supportedEntryPoints', [])).toEqual([ENTRY_POINT_V07, ENTRY_POINT_V08]);
+    // Hostile params for every method: a JSON-RPC error naming the problem, never an internal one.
+    const hostile: unknown[][] = [
+      [],
+      [null],
+      [1, 2],
+      ['0x', ENTRY_POINT_V08],
+      [[], ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: `0x${'f'.repeat(65)}`, callData: '0x' }, ENTRY_POINT_V08],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0x', factory: '0x7702' }, ENTRY_POINT_V07, '0x7a69', {}],
+      [{ sender: `0x${'11'.repeat(20)}`, nonce: '0x0', callData: '0xzz' }, ENTRY_POINT_V08, 'not a chain'],
+      [{ initCode: '0x', sender: `0x${'11'.repeat(20)}` }, ENTRY_POINT_V08],
+      [`0x${'00'.repeat(31)}`],
+    ];
+    const methods = [
+      'eth_sendUserOperation',
+      'eth_estimateUserOperationGas',
+      'pm_getPaymasterStubData',
+      'pm_getPaymasterData',
+      'eth_getUserOperationByHash',
+      'eth_getUserOperationReceipt',
+    ];
+    const calls = methods.flatMap((method) => hostile.map((params) => ({ jsonrpc: '2.0', id: `${method}:${JSON.stringify(params)}`, method, params })));
+    const answers = (await callBundler(c, calls)).body as any[];
+    const internal = answers.filter((a) => !a.error || a.error.code === -32603 || typeof a.error.message !== 'string');
+    expect(internal).toEqual([]);
+    // A batch answers each call in its place.
+    const { body } = await callBundler(c, [{ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }, { jsonrpc: '2.0', id: 2, method: 'nope' }, 5]);
+    expect(body.map((b: any) => [b.id, b.result ?? b.error.code])).toEqual([
+      [1, '0x7a69'],
+      [2, -32601],
+      [null, -32600],
+    ]);
+    // Read permission reads; sending and paymaster data need execute.
+    const admin = await c.svc.request('POST', '/api/v1/api-keys', { name: 'reader', permissions: ['relayer:evm-relayer:read'] });
+    const reader = ((await admin.json()) as any).data.value as string;
+    expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, reader)).body.result).toBe('0x7a69');
+    expect((await callBundler(c, { jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [{}, ENTRY_POINT_V08] }, reader)).status).toBe(403);
+    // A relayer of another family has no bundler.
+    const stellar = await c.svc.request(
+      'POST',
+      '/api/v1/relayers/stellar-relayer/bundler',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    );
+    expect(stellar.status).toBe(200);
+    expect(((await stellar.json()) as any).error).toMatchObject({ code: -32601, message: expect.stringMatching(/not offered for Stellar relayers/) });
+    expect((await c.svc.request('POST', '/api/v1/relayers/nope/bundler', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))).status).toBe(404);
+    // Without the policy, every call says the bundler is off.
+    await setPolicy(c, null);
+    try {
+      expect(await rpcError(c, 'eth_chainId', [])).toMatchObject({ code: -32601, message: expect.stringMatching(/no user_operations policy/) });
+    } finally {
+      await setPolicy(c, { paymaster: { address: PM08.address } });
+    }
+  }, 60_000);
+
+  it('a v0.7 account (SimpleAccount through its factory) is bundled to EntryPoint v0.7', async () => {
+    await setPolicy(c, { entry_points: [ENTRY_POINT_V07], paymaster: { address: PM07.address } });
+    try {
+      const owner = privateKeyToAccount(generatePrivateKey());
+      const account = await simpleAccountV07(c, owner);
+      const bundler = bundlerClient(c, account);
+      const hash = await bundler.sendUserOperation({ calls: [{ to: c.other, data: '0x' }] });
+      const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 30_000 });
+      expect(receipt.success).toBe(true);
+      expect(receipt.entryPoint).toBe(ENTRY_POINT_V07);
+      expect(await callerOf(c, c.other)).toBe(account.address.toLowerCase());
+      expect(await c.pub.getBalance({ address: account.address })).toBe(0n);
+    } finally {
+      await setPolicy(c, { paymaster: { address: PM08.address } });
+    }
+  }, 60_000);
+});
+
+describe.each(await databaseKinds())('operations accepted while no worker runs (%s)', (db) => {
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM08.address } }, false);
+  }, 120_000);
+  afterAll(() => c?.svc.stop());
+
+  it('one invalidated between acceptance and bundling is dropped with its reason; the rest of its bundle lands', async () => {
+    const ops = await Promise.all([signedOp(c, c.recorder), signedOp(c, c.recorder), signedOp(c, c.recorder)]);
+    const hashes: string[] = [];
+    for (const o of ops) hashes.push(await rpcOk(c, 'eth_sendUserOperation', [o.json, ENTRY_POINT_V08]));
+    expect((await c.svc.rt.db.prisma.userOperation.findMany()).map((r) => r.status)).toEqual(['pending', 'pending', 'pending']);
+    // Someone else includes the second first: its nonce is used.
+    const wallet = createWalletClient({
+      chain: c.chain,
+      transport: http(c.svc.anvil!.url),
+      account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 2 }),
+    });
+    const handleOps = encodeFunctionData({
+      abi: parseAbi([
+        'struct PackedUserOperation { address sender; uint256 nonce; bytes initCode; bytes callData; bytes32 accountGasLimits; uint256 preVerificationGas; bytes32 gasFees; bytes paymasterAndData; bytes signature; }',
+        'function handleOps(PackedUserOperation[] ops, address beneficiary)',
+      ]),
+      functionName: 'handleOps',
+      args: [[(await import('viem/account-abstraction')).toPackedUserOperation(ops[1]!.op)], wallet.account.address],
+    });
+    const elsewhere = await wallet.sendTransaction({ to: ENTRY_POINT_V08, data: handleOps, authorizationList: [ops[1]!.op.authorization!], gas: 1_000_000n });
+    expect((await c.pub.waitForTransactionReceipt({ hash: elsewhere })).status).toBe('success');
+
+    c.svc = await c.svc.restart({}, true);
+    const [a, b, d] = [await waitOp(c, hashes[0]!, 'included'), await waitOp(c, hashes[1]!, 'failed'), await waitOp(c, hashes[2]!, 'included')];
+    expect(b.statusReason).toBe('AA25 invalid account nonce');
+    expect(a.transactionId).toBe(d.transactionId);
+    const events = (await c.svc.rt.db.prisma.delivery.findMany({ where: { event: 'user_operation_update' } })).map((x) => JSON.parse(x.body).payload);
+    expect(events.find((e) => e.hash === hashes[1])).toMatchObject({ status: 'failed', status_reason: 'AA25 invalid account nonce' });
+  }, 90_000);
+});
