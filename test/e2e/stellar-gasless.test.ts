@@ -521,6 +521,31 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
       expect(await rowCount()).toBe(rows);
     });
 
+    it("the stand-in itself checks the authorization: the user's signature over the real preimage, not just ours", async () => {
+      const built = await sorobanBuild(1_000n);
+      const simulateWith = async (userEntry: xdr.SorobanAuthorizationEntry) => {
+        const env = new Transaction(built.transaction, PASSPHRASE).toEnvelope();
+        const invoke = env.v1().tx().operations()[0].body().invokeHostFunctionOp();
+        const relayerEntry = new xdr.SorobanAuthorizationEntry({
+          credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(),
+          rootInvocation: invoke.auth()[1].rootInvocation(),
+        });
+        invoke.auth([userEntry, relayerEntry]);
+        const res = await fetch(stub.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'simulateTransaction', params: { transaction: env.toXDR('base64') } }),
+        });
+        return ((await res.json()) as { result: { error?: string } }).result;
+      };
+      const entry = () => xdr.SorobanAuthorizationEntry.fromXDR(built.user_auth_entry, 'base64');
+      expect((await simulateWith(await authorizeEntry(entry(), user, 100_000, PASSPHRASE))).error).toBeUndefined();
+      expect((await simulateWith(entry())).error).toMatch(/auth: no valid signature of G\w+ over its authorization entry/);
+      expect((await simulateWith(await authorizeEntry(entry(), dest, 100_000, PASSPHRASE))).error).toMatch(/auth: no valid signature/);
+      // Signed for another network: the preimage's network id differs.
+      expect((await simulateWith(await authorizeEntry(entry(), user, 100_000, 'Another Network'))).error).toMatch(/auth: no valid signature/);
+    });
+
     it('refuses a contract fee token for a classic transaction and a Soroban call with more than one operation', async () => {
       const classic = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: userXdr(), fee_token: token } as never));
       expect(classic.status).toBe(400);
