@@ -457,7 +457,10 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
       // Sent once: one transaction of the relayer's applied, with the user's signed entry in it.
       const landed = stub.applied().filter((a) => a.source === sorobanRelayer);
       expect(landed).toHaveLength(1);
-      const sentOp = new Transaction(landed[0].envelopeXdr, PASSPHRASE).operations[0] as Operation.InvokeHostFunction;
+      const landedTx = new Transaction(landed[0].envelopeXdr, PASSPHRASE);
+      // Time-bounded to the authorization's end: never sent after it.
+      expect(Number(landedTx.timeBounds!.maxTime) * 1000).toBeLessThanOrEqual(Date.parse(built.valid_until) + 1_000);
+      const sentOp = landedTx.operations[0] as Operation.InvokeHostFunction;
       expect(sentOp.auth![0].credentials().address().signature().vec()).toHaveLength(1);
       expect(sentOp.auth![1].credentials().switch().name).toBe('sorobanCredentialsSourceAccount');
     });

@@ -61,8 +61,9 @@ function verifyEntry(entry: xdr.SorobanAuthorizationEntry, networkPassphrase: st
   const kp = Keypair.fromPublicKey(address);
   const ok = sigs.some((s) => {
     try {
-      const v = scValToNative(s) as { public_key?: Buffer; signature?: Buffer };
-      return Buffer.isBuffer(v.public_key) && v.public_key.equals(kp.rawPublicKey()) && Buffer.isBuffer(v.signature) && kp.verify(payload, v.signature);
+      const v = scValToNative(s) as { public_key?: Uint8Array; signature?: Uint8Array };
+      if (!(v.public_key instanceof Uint8Array) || !(v.signature instanceof Uint8Array)) return false;
+      return Buffer.from(v.public_key).equals(kp.rawPublicKey()) && kp.verify(payload, Buffer.from(v.signature));
     } catch {
       return false;
     }

@@ -138,9 +138,10 @@ export function signatureVerifies(entry: xdr.SorobanAuthorizationEntry, networkP
   } catch {
     return false;
   }
-  if (!Buffer.isBuffer(fields.public_key) || !Buffer.isBuffer(fields.signature) || fields.signature.length !== 64) return false;
-  if (!fields.public_key.equals(StrKey.decodeEd25519PublicKey(account))) return false;
-  return Keypair.fromPublicKey(account).verify(authPayload(entry, networkPassphrase), fields.signature);
+  // Bytes come back as Buffer or plain Uint8Array depending on the runtime's Buffer.
+  if (!(fields.public_key instanceof Uint8Array) || !(fields.signature instanceof Uint8Array) || fields.signature.length !== 64) return false;
+  if (!Buffer.from(fields.public_key).equals(StrKey.decodeEd25519PublicKey(account))) return false;
+  return Keypair.fromPublicKey(account).verify(authPayload(entry, networkPassphrase), Buffer.from(fields.signature));
 }
 
 /** The `forward` host function of a FeeForwarder call. */

@@ -345,6 +345,9 @@ export async function prepareSorobanSubmission(
       `the user authorized at most ${call.maxFeeAmount} of ${token.id}, less than the fee of ${owed} the call costs now; build it again`,
     );
   }
+  // Not sent after its authorization ends: the pipeline expires it instead (its time bounds end then).
+  const ends = Date.now() + (Math.min(call.expirationLedger, signatureExpiration) - latest) * LEDGER_SECONDS * 1000;
+  const validUntil = req.valid_until !== undefined && Date.parse(req.valid_until) < ends ? req.valid_until : new Date(ends).toISOString();
   const { signed_auth_entry: _, ...rest } = req;
-  return { ...rest, transaction_xdr: env.toXDR('base64') };
+  return { ...rest, transaction_xdr: env.toXDR('base64'), valid_until: validUntil };
 }
