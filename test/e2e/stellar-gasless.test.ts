@@ -559,6 +559,43 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
       ]);
       const res = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: two, fee_token: token } as never));
       expect(res.body.error).toBe('transaction_xdr: Soroban transactions must contain exactly one operation');
+
+      // A host function calling an account, not a contract.
+      const atAccount = new TransactionBuilder(new Account(user.publicKey(), '1'), { fee: '100', networkPassphrase: PASSPHRASE })
+        .addOperation(
+          Operation.invokeHostFunction({
+            func: xdr.HostFunction.hostFunctionTypeInvokeContract(
+              new xdr.InvokeContractArgs({ contractAddress: Address.fromString(dest.publicKey()).toScAddress(), functionName: 'transfer', args: [] }),
+            ),
+            auth: [],
+          }),
+        )
+        .setTimeout(0)
+        .build()
+        .toXDR();
+      const odd = await sdkError(client.relayers.buildSponsoredTransaction(SOROBAN, { transaction_xdr: atAccount, fee_token: token } as never));
+      expect(odd.body.error).toBe('transaction_xdr: InvokeHostFunction must call a contract address');
+      // A classic token for a Soroban call.
+      const classicToken = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: transferXdr(1n), fee_token: USDC } as never));
+      expect(classicToken.body.error).toMatch(/^fee_token: must be a valid Soroban contract address \(C…\) for a Soroban call/);
+
+      // Submissions that are no sponsored build: each a 400 naming the field, nothing stored.
+      const rows = await rowCount();
+      const entry = (await sorobanBuild(1n)).user_auth_entry;
+      for (const [body, why] of [
+        [{ transaction_xdr: 'AAAA', signed_auth_entry: entry }, /^transaction_xdr: is not a valid base64 transaction envelope/],
+        [{ transaction_xdr: userXdr(), signed_auth_entry: entry }, /^transaction_xdr: its source must be the relayer/],
+        [{ transaction_xdr: transferXdr(1n), signed_auth_entry: entry, fee_bump: true }, /^fee_bump: cannot be given with signed_auth_entry/],
+        [
+          { operations: [{ type: 'payment', destination: dest.publicKey(), amount: 1, asset: { type: 'native' } }], signed_auth_entry: entry },
+          /^signed_auth_entry: only applies to the transaction_xdr/,
+        ],
+      ] as [object, RegExp][]) {
+        const r = await sdkError(client.relayers.sendTransaction(SOROBAN, { network: 'stellar-local', ...body } as never));
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.body.error, JSON.stringify(body)).toMatch(why);
+      }
+      expect(await rowCount()).toBe(rows);
     });
   });
 });

@@ -122,8 +122,8 @@ export function withSignature(entry: xdr.SorobanAuthorizationEntry, publicKey: s
 /** The account an entry's address credentials name; null for source-account credentials or a contract. */
 export function entryAccount(entry: xdr.SorobanAuthorizationEntry): string | null {
   if (entry.credentials().switch().name !== 'sorobanCredentialsAddress') return null;
-  const a = Address.fromScAddress(entry.credentials().address().address()).toString();
-  return a.startsWith('G') ? a : null;
+  const at = entry.credentials().address().address();
+  return at.switch().name === 'scAddressTypeAccount' ? Address.fromScAddress(at).toString() : null;
 }
 
 /** Whether the entry carries exactly one signature, by its own account, that verifies over its payload. */
@@ -155,11 +155,11 @@ export function forwardHostFunction(c: ForwardCall): xdr.HostFunction {
 export function readForward(fn: xdr.HostFunction, forwarder: string): ForwardCall | null {
   if (fn.switch().name !== 'hostFunctionTypeInvokeContract') return null;
   const call = fn.invokeContract();
-  const contract = Address.fromScAddress(call.contractAddress()).toString();
-  if (contract !== forwarder || call.functionName().toString() !== 'forward') return null;
-  const a = call.args();
-  if (a.length !== 9) return null;
   try {
+    const contract = Address.fromScAddress(call.contractAddress()).toString();
+    if (contract !== forwarder || call.functionName().toString() !== 'forward') return null;
+    const a = call.args();
+    if (a.length !== 9) return null;
     const addr = (v: xdr.ScVal) => Address.fromScVal(v).toString();
     const big = (v: xdr.ScVal) => {
       if (v.switch().name !== 'scvI128') throw new Error('not i128');

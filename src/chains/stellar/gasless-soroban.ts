@@ -69,6 +69,7 @@ function userCall(tx: Transaction, relayer: string): UserCall {
   if (fn.switch().name !== 'hostFunctionTypeInvokeContract')
     throw fail('transaction_xdr', 'InvokeHostFunction must call a contract function (not upload or create one)');
   const call = fn.invokeContract();
+  if (call.contractAddress().switch().name !== 'scAddressTypeContract') throw fail('transaction_xdr', 'InvokeHostFunction must call a contract address');
   const target = StrKey.encodeContract(call.contractAddress().contractId() as unknown as Buffer);
   const user = tx.source;
   if (!StrKey.isValidEd25519PublicKey(user)) throw fail('transaction_xdr', 'its source account must be a G… account (the user paying the fee)');
