@@ -12,10 +12,12 @@ import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js'
 import { startHorizon, type PriceApi } from '../support/standins/price-apis.js';
 import { sdkClient, sdkError, type Client } from '../support/sdk.js';
 import { keystores, localSigner, waitForStatus } from '../chains/stellar/support.js';
+import { startProxy } from '../support/rpc-proxy.js';
 
 const PASSPHRASE = 'Relayer Gasless Test Network ; 2026';
 const RELAYER = 'stellar-gasless';
 const SOROBAN = 'stellar-soroban'; // a relayer of its own (its own account) for contract fee tokens
+const DOWN = 'stellar-down'; // its network's RPC goes away after start-up
 const TOKEN_RATE = 2; // whole tokens per XLM
 const XLM = 10_000_000n;
 const RATE = 0.5; // whole USDC per XLM (fixed: allowed_tokens[].conversion_rate)
@@ -40,6 +42,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
   let sorobanRelayer: string;
   let token: string;
   let forwarder: string;
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
   const issuer = Keypair.random();
   const user = Keypair.random();
   const dest = Keypair.random();
@@ -79,6 +82,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     }
     token = stub.addToken({ [user.publicKey()]: 100n * XLM });
     forwarder = stub.addFeeForwarder();
+    proxy = await startProxy(stub.url, (_, forward) => forward());
     horizon = await startHorizon(0.12);
     svc = await startTestService({
       db,
@@ -95,6 +99,15 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
             signer_id: 'key2',
             policies: sorobanPolicies(),
           },
+          {
+            id: DOWN,
+            name: 'Gasless Stellar, RPC gone',
+            network: 'stellar-down',
+            network_type: 'stellar',
+            paused: false,
+            signer_id: 'key',
+            policies: policies(),
+          },
         ],
         signers: [localSigner('key', key.file), localSigner('key2', key2.file)],
         notifications: [],
@@ -108,6 +121,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
             average_blocktime_ms: 100,
             is_testnet: true,
           },
+          { type: 'stellar', network: 'stellar-down', rpc_urls: [proxy.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
         ],
       }),
     });
@@ -117,6 +131,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     await client?.close();
     await svc?.stop();
     await stub?.stop();
+    await proxy?.close();
     await horizon?.stop();
     await keys?.remove();
   });
@@ -597,5 +612,23 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
       }
       expect(await rowCount()).toBe(rows);
     });
+  });
+
+  it('answers a clear error, not a 500, when the Stellar RPC cannot be reached: quote, build, sign and send', async () => {
+    expect((await client.relayers.getRelayer(DOWN)).data.data).toMatchObject({ system_disabled: false });
+    const built = await build(byOperations(1_000));
+    await proxy.close();
+    const unreachable = /^the network's Stellar RPC does not answer: no RPC endpoint available for \w+: 127\.0\.0\.1:\d+: /;
+    for (const call of [
+      () => client.relayers.quoteSponsoredTransaction(DOWN, { transaction_xdr: userXdr(), fee_token: USDC } as never),
+      () => client.relayers.buildSponsoredTransaction(DOWN, byOperations(1_000) as never),
+      () => client.relayers.signTransaction(DOWN, { unsigned_xdr: built.transaction } as never),
+      () => client.relayers.sendTransaction(DOWN, { network: 'stellar-down', transaction_xdr: signed(built.transaction), fee_bump: true } as never),
+    ]) {
+      const res = await sdkError(call());
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: expect.stringMatching(unreachable) });
+    }
+    expect(((await client.relayers.listTransactions(DOWN, 1, 100)).data.data as unknown[]).length).toBe(0);
   });
 });

@@ -72,7 +72,11 @@ type Recorded = {
 };
 
 const i64 = (n: bigint) => xdr.Int64.fromString(n.toString());
-const nowSeconds = () => Math.floor(Date.now() / 1000);
+// The network's clock, not the test's: a test that fakes Date (to play a late submission) must not
+// move the stand-in's ledger close times, which never go back.
+const EPOCH_MS = Date.now();
+const EPOCH_PERF = performance.now();
+const nowSeconds = () => Math.floor((EPOCH_MS + performance.now() - EPOCH_PERF) / 1000);
 
 function txResult(fee: bigint, result: xdr.TransactionResultResult): xdr.TransactionResult {
   return new xdr.TransactionResult({ feeCharged: i64(fee), result, ext: new xdr.TransactionResultExt(0) });
