@@ -6,6 +6,8 @@ export type { Env };
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' }).transform((v) => v === 'true' || v === '1' || v === 'yes');
 const port = z.coerce.number().int().min(0).max(65535);
 const positive = z.coerce.number().positive();
+/** A Soroban contract address (its StrKey checksum is checked where it is used). */
+const contractAddress = z.string().regex(/^C[A-Z2-7]{55}$/, 'must be a C… contract address');
 
 const schema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -57,6 +59,8 @@ const schema = z.object({
   PRICE_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(5_000),
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(10_000),
   PLUGIN_POOL_SIZE: z.coerce.number().int().positive().max(256).default(4),
+  STELLAR_MAINNET_FEE_FORWARDER_ADDRESS: contractAddress.optional(),
+  STELLAR_TESTNET_FEE_FORWARDER_ADDRESS: contractAddress.optional(),
 });
 
 export class EnvError extends Error {}
@@ -107,5 +111,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     plugins: { concurrency: e.PLUGIN_MAX_CONCURRENCY, queue: e.PLUGIN_MAX_QUEUE, memoryMb: e.PLUGIN_MEMORY_MB, poolSize: e.PLUGIN_POOL_SIZE },
     prices: { jupiterUrl: e.JUPITER_API_URL.replace(/\/+$/, ''), timeoutMs: e.PRICE_TIMEOUT_MS, cacheMs: e.PRICE_CACHE_MS },
+    stellarFeeForwarder: { mainnet: e.STELLAR_MAINNET_FEE_FORWARDER_ADDRESS, testnet: e.STELLAR_TESTNET_FEE_FORWARDER_ADDRESS },
   };
 }

@@ -39,6 +39,8 @@ export interface Env {
   plugins: { concurrency: number; queue: number; memoryMb: number; poolSize: number };
   /** Token prices for gasless fees: Jupiter's base URL, how long a source may take, how long a quote is reused. */
   prices: { jupiterUrl: string; timeoutMs: number; cacheMs: number };
+  /** The FeeForwarder contract (C…) gasless Soroban calls go through, per kind of Stellar network (the reference's variables). */
+  stellarFeeForwarder: { mainnet?: string; testnet?: string };
 }
 
 /** Bounds on a GraphQL document, checked before it runs (src/api/graphql/limits.ts). */

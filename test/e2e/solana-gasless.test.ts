@@ -29,8 +29,10 @@ import { startJupiter, type PriceApi } from '../support/standins/price-apis.js';
 import { sdkClient, sdkError, type Client } from '../support/sdk.js';
 import { keystores, localSigner, waitForStatus } from '../chains/stellar/support.js';
 import { buildTx, party, SOL, transferSol, type Party } from '../chains/solana/support.js';
+import { startProxy } from '../support/rpc-proxy.js';
 
 const RELAYER = 'gasless';
+const DOWN = 'gasless-down'; // its network's RPC goes away after start-up
 const DECIMALS = 6;
 const RATE = 150; // whole tokens per SOL (fixed: allowed_tokens[].conversion_rate)
 const LIFETIME = 3_000;
@@ -88,6 +90,7 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
   let other: Address;
   let market: Address;
   let tk: ReturnType<typeof tokens>;
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
 
   const allowed = (maxFee = 1_000_000) => [
     { mint: usdc, decimals: DECIMALS, symbol: 'USDC', max_allowed_fee: maxFee, conversion_rate: RATE },
@@ -105,6 +108,7 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     for (const m of [usdc, other, market]) tk.mint(m, DECIMALS);
     for (const m of [usdc, other, market]) await tk.account(user.address, m, 50_000_000n);
     jupiter = await startJupiter(200, DECIMALS);
+    proxy = await startProxy(stub.url, (_, forward) => forward());
     svc = await startTestService({
       db,
       env: { JUPITER_API_URL: jupiter.url, PRICE_TIMEOUT_MS: '1000', PRICE_CACHE_MS: '0' },
@@ -119,10 +123,22 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
             signer_id: 'solana-key',
             policies: { fee_payment_strategy: 'user', fee_margin_percentage: 10, allowed_programs: [TOKEN_PROGRAM], allowed_tokens: allowed() },
           },
+          {
+            id: DOWN,
+            name: 'Gasless relayer whose RPC goes away',
+            network: 'solana-down',
+            network_type: 'solana',
+            paused: false,
+            signer_id: 'solana-key',
+            policies: { fee_payment_strategy: 'user', allowed_tokens: allowed() },
+          },
         ],
         signers: [localSigner('solana-key', key.file)],
         notifications: [],
-        networks: [{ type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 50, is_testnet: true }],
+        networks: [
+          { type: 'solana', network: 'solana-local', rpc_urls: [stub.url], average_blocktime_ms: 50, is_testnet: true },
+          { type: 'solana', network: 'solana-down', rpc_urls: [proxy.url], average_blocktime_ms: 50, is_testnet: true },
+        ],
       }),
     });
     client = await sdkClient(svc);
@@ -131,6 +147,7 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     await client?.close();
     await svc?.stop();
     await stub?.stop();
+    await proxy?.close();
     await jupiter?.stop();
     await keys?.remove();
   });
@@ -365,5 +382,46 @@ describe.each(await databaseKinds())('gasless Solana through the SDK on %s', (db
     );
     const noFee = await rpc('signTransaction', { transaction: unpaid });
     expect(noFee.error).toMatchObject({ code: -32013, description: expect.stringMatching(/^policy fee_payment_strategy/) });
+  });
+
+  it('answers a clear error, not a 500, when the Solana RPC cannot be reached: quote, build, send and the /rpc methods', async () => {
+    const wire = await userTx(1_000n);
+    const source = await ataOf(user.address, usdc, TOKEN_PROGRAM);
+    const to = await ataOf(dest.address, usdc, TOKEN_PROGRAM);
+    const ix = transferChecked({ tokenProgram: TOKEN_PROGRAM, source, mint: usdc, destination: to, owner: user.address, amount: 1n, decimals: DECIMALS });
+    const relayerPays = await buildTx(relayer, [ix], stub.svm.latestBlockhash() as Blockhash, [user.keyPair]);
+    // Started while its RPC answered (so it is enabled); now nothing listens on that port.
+    expect((await client.relayers.getRelayer(DOWN)).data.data).toMatchObject({ system_disabled: false });
+    await proxy.close();
+    const unreachable = /^the network's Solana RPC does not answer: no RPC endpoint available for \w+: 127\.0\.0\.1:\d+: /;
+    for (const call of [
+      () => client.relayers.quoteSponsoredTransaction(DOWN, { transaction: wire, fee_token: usdc }),
+      () => client.relayers.buildSponsoredTransaction(DOWN, { transaction: wire, fee_token: usdc }),
+      () => client.relayers.sendTransaction(DOWN, { transaction: relayerPays } as never),
+    ]) {
+      const res = await sdkError(call());
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: expect.stringMatching(unreachable) });
+    }
+    const gql = await svc.gql(`mutation($r: ID!, $q: JSON!) { sponsoredQuote(relayerId: $r, request: $q) }`, {
+      r: DOWN,
+      q: { transaction: wire, fee_token: usdc },
+    });
+    expect(gql.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_REQUEST', detail: expect.stringMatching(unreachable) } });
+
+    type Answer = { result?: unknown; error?: { code: number; message: string; description: string } };
+    const rpc = async (method: string, params: unknown) =>
+      (await client.relayers.rpc(DOWN, { jsonrpc: '2.0', id: 1, method, params } as never)).data as unknown as Answer;
+    const transfer = { amount: 1, token: usdc, source: user.address, destination: dest.address };
+    for (const [method, params] of [
+      ['feeEstimate', { transaction: wire, fee_token: usdc }],
+      ['prepareTransaction', { transaction: wire, fee_token: usdc }],
+      ['transferTransaction', transfer],
+    ] as const) {
+      const answer = await rpc(method, params);
+      expect(answer.result, method).toBeUndefined();
+      expect(answer.error, method).toMatchObject({ code: -32006, message: 'PREPARATION_ERROR', description: expect.stringMatching(unreachable) });
+    }
+    expect(((await client.relayers.listTransactions(DOWN, 1, 100)).data.data as unknown[]).length).toBe(0);
   });
 });

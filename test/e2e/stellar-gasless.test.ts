@@ -1,8 +1,10 @@
 // Gasless Stellar through OpenZeppelin Relayer's own client: a user pays a transaction's fee in a
 // classic asset (USDC over a trustline) instead of XLM. It gets a quote and a built transaction,
 // signs it and submits it with fee_bump; the Stellar stand-in checks the signatures and moves the
-// asset over trustlines. The relayer pays the XLM fee and is paid in USDC.
-import { Account, Asset, Keypair, Operation, Transaction, TransactionBuilder, type xdr } from '@stellar/stellar-sdk';
+// asset over trustlines. The relayer pays the XLM fee and is paid in USDC. A Soroban call is paid in
+// a token contract through the FeeForwarder; the stand-in interprets the token and the FeeForwarder
+// natively (no contract wasm runs) and checks the user's authorization signature.
+import { Account, Address, Asset, authorizeEntry, Keypair, nativeToScVal, Operation, Transaction, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { databaseKinds } from '../support/postgres.js';
 import { startTestService } from '../support/service.js';
@@ -10,9 +12,13 @@ import { startStellarRpc, type StellarRpcStub } from '../support/stellar-rpc.js'
 import { startHorizon, type PriceApi } from '../support/standins/price-apis.js';
 import { sdkClient, sdkError, type Client } from '../support/sdk.js';
 import { keystores, localSigner, waitForStatus } from '../chains/stellar/support.js';
+import { startProxy } from '../support/rpc-proxy.js';
 
 const PASSPHRASE = 'Relayer Gasless Test Network ; 2026';
 const RELAYER = 'stellar-gasless';
+const SOROBAN = 'stellar-soroban'; // a relayer of its own (its own account) for contract fee tokens
+const DOWN = 'stellar-down'; // its network's RPC goes away after start-up
+const TOKEN_RATE = 2; // whole tokens per XLM
 const XLM = 10_000_000n;
 const RATE = 0.5; // whole USDC per XLM (fixed: allowed_tokens[].conversion_rate)
 const MARGIN = 10;
@@ -33,6 +39,10 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
   let client: Client;
   let keys: Awaited<ReturnType<typeof keystores>>;
   let relayer: string;
+  let sorobanRelayer: string;
+  let token: string;
+  let forwarder: string;
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
   const issuer = Keypair.random();
   const user = Keypair.random();
   const dest = Keypair.random();
@@ -42,16 +52,24 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
 
   const allowed = (maxFee = 1_000_000) => [{ asset: USDC, max_allowed_fee: maxFee, conversion_rate: RATE }, { asset: MARKET }, { asset: 'native' }];
   const policies = (maxFee?: number) => ({ fee_payment_strategy: 'user', fee_margin_percentage: MARGIN, allowed_tokens: allowed(maxFee) });
+  const sorobanPolicies = (maxFee = 1_000_000) => ({
+    fee_payment_strategy: 'user',
+    fee_margin_percentage: MARGIN,
+    allowed_tokens: [{ asset: token, max_allowed_fee: maxFee, conversion_rate: TOKEN_RATE }],
+  });
 
   beforeAll(async () => {
     keys = await keystores();
     const key = await keys.create('stellar');
     relayer = Keypair.fromRawEd25519Seed(Buffer.from(key.seed)).publicKey();
+    const key2 = await keys.create('stellar-soroban');
+    sorobanRelayer = Keypair.fromRawEd25519Seed(Buffer.from(key2.seed)).publicKey();
     stub = await startStellarRpc({
       networkPassphrase: PASSPHRASE,
       ledgerIntervalMs: 100,
       accounts: [
         { address: relayer, balance: 1_000n * XLM, sequence: 1n << 40n },
+        { address: sorobanRelayer, balance: 1_000n * XLM, sequence: 1n << 41n },
         { address: issuer.publicKey(), balance: 100n * XLM, sequence: 1n << 36n },
         { address: user.publicKey(), balance: 5n * XLM, sequence: 7_000n },
         { address: dest.publicKey(), balance: 5n * XLM, sequence: 9_000n },
@@ -62,15 +80,36 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
       stub.setTrustline(dest.publicKey(), asset, 0n);
       stub.setTrustline(relayer, asset, 0n);
     }
+    token = stub.addToken({ [user.publicKey()]: 100n * XLM });
+    forwarder = stub.addFeeForwarder();
+    proxy = await startProxy(stub.url, (_, forward) => forward());
     horizon = await startHorizon(0.12);
     svc = await startTestService({
       db,
-      env: { PRICE_TIMEOUT_MS: '1000', PRICE_CACHE_MS: '0' },
+      env: { PRICE_TIMEOUT_MS: '1000', PRICE_CACHE_MS: '0', STELLAR_TESTNET_FEE_FORWARDER_ADDRESS: forwarder },
       config: () => ({
         relayers: [
           { id: RELAYER, name: 'Gasless Stellar', network: 'stellar-local', network_type: 'stellar', paused: false, signer_id: 'key', policies: policies() },
+          {
+            id: SOROBAN,
+            name: 'Gasless Soroban',
+            network: 'stellar-local',
+            network_type: 'stellar',
+            paused: false,
+            signer_id: 'key2',
+            policies: sorobanPolicies(),
+          },
+          {
+            id: DOWN,
+            name: 'Gasless Stellar, RPC gone',
+            network: 'stellar-down',
+            network_type: 'stellar',
+            paused: false,
+            signer_id: 'key',
+            policies: policies(),
+          },
         ],
-        signers: [localSigner('key', key.file)],
+        signers: [localSigner('key', key.file), localSigner('key2', key2.file)],
         notifications: [],
         networks: [
           {
@@ -82,6 +121,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
             average_blocktime_ms: 100,
             is_testnet: true,
           },
+          { type: 'stellar', network: 'stellar-down', rpc_urls: [proxy.url], passphrase: PASSPHRASE, average_blocktime_ms: 100, is_testnet: true },
         ],
       }),
     });
@@ -91,6 +131,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     await client?.close();
     await svc?.stop();
     await stub?.stop();
+    await proxy?.close();
     await horizon?.stop();
     await keys?.remove();
   });
@@ -248,7 +289,7 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     ];
     await client.relayers.updateRelayer(RELAYER, { policies: { ...policies(), allowed_tokens: [...allowed(), { asset: contract }] } } as never);
     try {
-      odd.push([{ transaction_xdr: userXdr(), fee_token: contract }, /^fee_token: CA7Q\w+ is a contract token: .*FeeForwarder/]);
+      odd.push([{ transaction_xdr: userXdr(), fee_token: contract }, /^fee_token: CA7Q\w+ is a contract token: it pays only for a Soroban call/]);
       for (const [body, why] of odd) {
         const res = await svc.request('POST', `/api/v1/relayers/${RELAYER}/transactions/sponsored/quote`, body);
         const json = (await res.json()) as { error: string };
@@ -331,5 +372,263 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
     await new Promise((r) => setTimeout(r, 300));
     expect(stub.applied().length).toBe(applied);
     expect(await count()).toBe(rows);
+  });
+
+  describe('a Soroban call paid in a token contract through the FeeForwarder', () => {
+    type SorobanBuilt = Built & { user_auth_entry: string; max_fee_in_token: string; max_fee_in_token_ui: string };
+    const i128 = (n: bigint) => nativeToScVal(n, { type: 'i128' });
+    /** The user's own call, as a wallet builds it: the token's transfer to dest, the user as source, unsigned. */
+    const transferXdr = (amount: bigint) =>
+      new TransactionBuilder(new Account(user.publicKey(), stub.account(user.publicKey())!.sequence.toString()), { fee: '100', networkPassphrase: PASSPHRASE })
+        .addOperation(
+          Operation.invokeContractFunction({
+            contract: token,
+            function: 'transfer',
+            args: [Address.fromString(user.publicKey()).toScVal(), Address.fromString(dest.publicKey()).toScVal(), i128(amount)],
+          }),
+        )
+        .setTimeout(0)
+        .build()
+        .toXDR();
+    const sorobanBuild = async (amount: bigint) =>
+      (await client.relayers.buildSponsoredTransaction(SOROBAN, { transaction_xdr: transferXdr(amount), fee_token: token } as never)).data
+        .data as unknown as SorobanBuilt;
+    /** The user signs the entry it was given (the SDK's own authorizeEntry), valid to the entry's expiration. */
+    const userSigns = async (entryXdr: string) => {
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(entryXdr, 'base64');
+      const signedEntry = await authorizeEntry(entry, user, entry.credentials().address().signatureExpirationLedger(), PASSPHRASE);
+      return signedEntry.toXDR('base64');
+    };
+    const sorobanSubmit = (transactionXdr: string, signedAuthEntry: string) =>
+      client.relayers.sendTransaction(SOROBAN, { network: 'stellar-local', transaction_xdr: transactionXdr, signed_auth_entry: signedAuthEntry } as never);
+    const rowCount = async () => ((await client.relayers.listTransactions(SOROBAN, 1, 100)).data.data as unknown[]).length;
+
+    it('quotes and builds with the max fee and the entry to sign; signed and submitted, it lands: the user pays the fee in the token', async () => {
+      const amount = 3_000_000n;
+      const quote = (await client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: transferXdr(amount), fee_token: token } as never)).data
+        .data as unknown as Record<string, string>;
+      expect(Object.keys(quote).sort()).toEqual(['conversion_rate', 'fee_in_token', 'fee_in_token_ui', 'max_fee_in_token', 'max_fee_in_token_ui']);
+      expect(quote.conversion_rate).toBe('2');
+
+      const before = Date.now();
+      const built = await sorobanBuild(amount);
+      expect(Object.keys(built).sort()).toEqual(
+        [
+          'fee_in_stroops',
+          'fee_in_token',
+          'fee_in_token_ui',
+          'fee_token',
+          'max_fee_in_token',
+          'max_fee_in_token_ui',
+          'transaction',
+          'user_auth_entry',
+          'valid_until',
+        ].sort(),
+      );
+      expect(built).toMatchObject({ fee_token: token, fee_in_token: quote.fee_in_token, max_fee_in_token: quote.max_fee_in_token });
+      // The fee: the inclusion fee and the simulated resource fee, the margin, then the rate; the max fee 5% above it.
+      const tx = new Transaction(built.transaction, PASSPHRASE);
+      const resourceFee = BigInt(tx.toEnvelope().v1().tx().ext().sorobanData().resourceFee().toString());
+      const stroops = ((100n + resourceFee) * BigInt(100 + MARGIN)) / 100n;
+      expect(built.fee_in_stroops).toBe(stroops.toString());
+      const fee = stroops * BigInt(TOKEN_RATE);
+      expect(built.fee_in_token).toBe(fee.toString());
+      expect(built.max_fee_in_token).toBe(((fee * 10_500n) / 10_000n).toString());
+      expect(built.fee_in_token_ui).toBe((Number(fee) / 1e7).toString());
+      // An InvokeHostFunction with the relayer as source and fee payer: forward on the FeeForwarder.
+      expect(tx.source).toBe(sorobanRelayer);
+      expect(tx.signatures).toHaveLength(0);
+      expect(tx.operations).toHaveLength(1);
+      const op = tx.operations[0] as Operation.InvokeHostFunction;
+      expect(op.type).toBe('invokeHostFunction');
+      const call = op.func.invokeContract();
+      expect(Address.fromScAddress(call.contractAddress()).toString()).toBe(forwarder);
+      expect(call.functionName().toString()).toBe('forward');
+      expect(op.auth).toHaveLength(2);
+      // The entry to sign: the user's, expiring with the reference's window (two minutes of 5-second ledgers).
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(built.user_auth_entry, 'base64');
+      expect(Address.fromScAddress(entry.credentials().address().address()).toString()).toBe(user.publicKey());
+      expect(entry.credentials().address().signatureExpirationLedger()).toBeGreaterThanOrEqual(stub.ledger().sequence + 23);
+      expect(Date.parse(built.valid_until) - before).toBeGreaterThanOrEqual(115_000);
+      expect(Date.parse(built.valid_until) - Date.now()).toBeLessThanOrEqual(120_000);
+
+      const was = {
+        user: stub.tokenBalance(token, user.publicKey()),
+        relayer: stub.tokenBalance(token, sorobanRelayer),
+        dest: stub.tokenBalance(token, dest.publicKey()),
+        relayerXlm: stub.account(sorobanRelayer)!.balance,
+        userXlm: stub.account(user.publicKey())!.balance,
+      };
+      const sent = await sorobanSubmit(built.transaction, await userSigns(built.user_auth_entry));
+      const id = (sent.data.data as { id: string }).id;
+      const done = await waitForStatus(svc, SOROBAN, id, ['confirmed', 'failed', 'expired'], 30_000);
+      expect(done.status, done.status_reason).toBe('confirmed');
+      expect(stub.tokenBalance(token, user.publicKey())).toBe(was.user - amount - fee);
+      expect(stub.tokenBalance(token, sorobanRelayer)).toBe(was.relayer + fee);
+      expect(stub.tokenBalance(token, dest.publicKey())).toBe(was.dest + amount);
+      // The relayer paid the XLM (its source transaction's fee), the user none.
+      expect(stub.account(sorobanRelayer)!.balance).toBeLessThan(was.relayerXlm);
+      expect(stub.account(user.publicKey())!.balance).toBe(was.userXlm);
+      // Sent once: one transaction of the relayer's applied, with the user's signed entry in it.
+      const landed = stub.applied().filter((a) => a.source === sorobanRelayer);
+      expect(landed).toHaveLength(1);
+      const landedTx = new Transaction(landed[0].envelopeXdr, PASSPHRASE);
+      // Time-bounded to the authorization's end: never sent after it.
+      expect(Number(landedTx.timeBounds!.maxTime) * 1000).toBeLessThanOrEqual(Date.parse(built.valid_until) + 1_000);
+      const sentOp = landedTx.operations[0] as Operation.InvokeHostFunction;
+      expect(sentOp.auth![0].credentials().address().signature().vec()).toHaveLength(1);
+      expect(sentOp.auth![1].credentials().switch().name).toBe('sorobanCredentialsSourceAccount');
+    });
+
+    it('refuses, sending nothing: a fee over max_allowed_fee, an expired build, a tampered entry or transaction', async () => {
+      const applied = stub.applied().length;
+      const rows = await rowCount();
+      const refused = async (call: Promise<unknown>, why: RegExp) => {
+        const res = await sdkError(call);
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatch(why);
+      };
+
+      // The token's max_allowed_fee below the max fee: no quote or build; a build made before is refused at submission.
+      const kept = await sorobanBuild(1_000n);
+      const keptSigned = await userSigns(kept.user_auth_entry);
+      await client.relayers.updateRelayer(SOROBAN, { policies: sorobanPolicies(10) } as never);
+      try {
+        await refused(
+          client.relayers.buildSponsoredTransaction(SOROBAN, { transaction_xdr: transferXdr(1_000n), fee_token: token } as never),
+          new RegExp(`^policy max_allowed_fee: max fee \\d+ of ${token} \\(the fee \\d+ and 5% slippage\\) exceeds the token's max_allowed_fee of 10$`),
+        );
+        await refused(
+          sorobanSubmit(kept.transaction, keptSigned),
+          new RegExp(`^policy max_allowed_fee: max fee ${kept.max_fee_in_token} of ${token} exceeds the token's max_allowed_fee of 10$`),
+        );
+      } finally {
+        await client.relayers.updateRelayer(SOROBAN, { policies: sorobanPolicies() } as never);
+      }
+
+      const built = await sorobanBuild(1_000n);
+      const signedEntry = await userSigns(built.user_auth_entry);
+      // The entry altered after signing (a larger max fee): its signature no longer covers it.
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(signedEntry, 'base64');
+      const args = entry.rootInvocation().function().contractFn().args();
+      args[1] = i128(10n ** 9n);
+      await refused(sorobanSubmit(built.transaction, entry.toXDR('base64')), /^signed_auth_entry: does not authorize this transaction's FeeForwarder call/);
+      // The signature's bytes changed.
+      const forged = xdr.SorobanAuthorizationEntry.fromXDR(signedEntry, 'base64');
+      const sig = forged.credentials().address().signature().vec()![0].map()!;
+      const bytes = Buffer.from(sig[1].val().bytes());
+      bytes[0] ^= 1;
+      sig[1].val(xdr.ScVal.scvBytes(bytes));
+      await refused(sorobanSubmit(built.transaction, forged.toXDR('base64')), /^signed_auth_entry: its signature does not verify as the user \w+'s/);
+      // Signed by someone else.
+      const other = await authorizeEntry(xdr.SorobanAuthorizationEntry.fromXDR(built.user_auth_entry, 'base64'), dest, 10_000, PASSPHRASE);
+      await refused(sorobanSubmit(built.transaction, other.toXDR('base64')), /^signed_auth_entry: its signature does not verify/);
+      // The transaction's fee lowered (fee_amount of forward): the relayer's own signature on the call no longer verifies.
+      const cheaper = new Transaction(built.transaction, PASSPHRASE).toEnvelope();
+      cheaper.v1().tx().operations()[0].body().invokeHostFunctionOp().hostFunction().invokeContract().args()[1] = i128(1n);
+      await refused(sorobanSubmit(cheaper.toXDR('base64'), signedEntry), /^transaction_xdr: is not a sponsored build of this relayer as built/);
+      // No entry at all, or not base64 XDR.
+      await refused(sorobanSubmit(built.transaction, 'AAAA'), /^signed_auth_entry: is not a base64 SorobanAuthorizationEntry/);
+
+      // Past its expiration ledger.
+      for (let i = 0; i < 30; i++) stub.closeLedger();
+      await refused(sorobanSubmit(built.transaction, signedEntry), /^transaction_xdr: has expired: its authorization ended at ledger \d+/);
+
+      await new Promise((r) => setTimeout(r, 300));
+      expect(stub.applied().length).toBe(applied);
+      expect(await rowCount()).toBe(rows);
+    });
+
+    it("the stand-in itself checks the authorization: the user's signature over the real preimage, not just ours", async () => {
+      const built = await sorobanBuild(1_000n);
+      const simulateWith = async (userEntry: xdr.SorobanAuthorizationEntry) => {
+        const env = new Transaction(built.transaction, PASSPHRASE).toEnvelope();
+        const invoke = env.v1().tx().operations()[0].body().invokeHostFunctionOp();
+        const relayerEntry = new xdr.SorobanAuthorizationEntry({
+          credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(),
+          rootInvocation: invoke.auth()[1].rootInvocation(),
+        });
+        invoke.auth([userEntry, relayerEntry]);
+        const res = await fetch(stub.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'simulateTransaction', params: { transaction: env.toXDR('base64') } }),
+        });
+        return ((await res.json()) as { result: { error?: string } }).result;
+      };
+      const entry = () => xdr.SorobanAuthorizationEntry.fromXDR(built.user_auth_entry, 'base64');
+      expect((await simulateWith(await authorizeEntry(entry(), user, 100_000, PASSPHRASE))).error).toBeUndefined();
+      expect((await simulateWith(entry())).error).toMatch(/auth: no valid signature of G\w+ over its authorization entry/);
+      expect((await simulateWith(await authorizeEntry(entry(), dest, 100_000, PASSPHRASE))).error).toMatch(/auth: no valid signature/);
+      // Signed for another network: the preimage's network id differs.
+      expect((await simulateWith(await authorizeEntry(entry(), user, 100_000, 'Another Network'))).error).toMatch(/auth: no valid signature/);
+    });
+
+    it('refuses a contract fee token for a classic transaction and a Soroban call with more than one operation', async () => {
+      const classic = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: userXdr(), fee_token: token } as never));
+      expect(classic.status).toBe(400);
+      expect(classic.body.error).toMatch(/^fee_token: C\w+ is a contract token: it pays only for a Soroban call/);
+      const two = userXdr([
+        Operation.invokeContractFunction({ contract: token, function: 'balance', args: [Address.fromString(user.publicKey()).toScVal()] }),
+        Operation.payment({ destination: dest.publicKey(), asset: Asset.native(), amount: '1' }),
+      ]);
+      const res = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: two, fee_token: token } as never));
+      expect(res.body.error).toBe('transaction_xdr: Soroban transactions must contain exactly one operation');
+
+      // A host function calling an account, not a contract.
+      const atAccount = new TransactionBuilder(new Account(user.publicKey(), '1'), { fee: '100', networkPassphrase: PASSPHRASE })
+        .addOperation(
+          Operation.invokeHostFunction({
+            func: xdr.HostFunction.hostFunctionTypeInvokeContract(
+              new xdr.InvokeContractArgs({ contractAddress: Address.fromString(dest.publicKey()).toScAddress(), functionName: 'transfer', args: [] }),
+            ),
+            auth: [],
+          }),
+        )
+        .setTimeout(0)
+        .build()
+        .toXDR();
+      const odd = await sdkError(client.relayers.buildSponsoredTransaction(SOROBAN, { transaction_xdr: atAccount, fee_token: token } as never));
+      expect(odd.body.error).toBe('transaction_xdr: InvokeHostFunction must call a contract address');
+      // A classic token for a Soroban call.
+      const classicToken = await sdkError(client.relayers.quoteSponsoredTransaction(SOROBAN, { transaction_xdr: transferXdr(1n), fee_token: USDC } as never));
+      expect(classicToken.body.error).toMatch(/^fee_token: must be a valid Soroban contract address \(C…\) for a Soroban call/);
+
+      // Submissions that are no sponsored build: each a 400 naming the field, nothing stored.
+      const rows = await rowCount();
+      const entry = (await sorobanBuild(1n)).user_auth_entry;
+      for (const [body, why] of [
+        [{ transaction_xdr: 'AAAA', signed_auth_entry: entry }, /^transaction_xdr: is not a valid base64 transaction envelope/],
+        [{ transaction_xdr: userXdr(), signed_auth_entry: entry }, /^transaction_xdr: its source must be the relayer/],
+        [{ transaction_xdr: transferXdr(1n), signed_auth_entry: entry, fee_bump: true }, /^fee_bump: cannot be given with signed_auth_entry/],
+        [
+          { operations: [{ type: 'payment', destination: dest.publicKey(), amount: 1, asset: { type: 'native' } }], signed_auth_entry: entry },
+          /^signed_auth_entry: only applies to the transaction_xdr/,
+        ],
+      ] as [object, RegExp][]) {
+        const r = await sdkError(client.relayers.sendTransaction(SOROBAN, { network: 'stellar-local', ...body } as never));
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.body.error, JSON.stringify(body)).toMatch(why);
+      }
+      expect(await rowCount()).toBe(rows);
+    });
+  });
+
+  it('answers a clear error, not a 500, when the Stellar RPC cannot be reached: quote, build, sign and send', async () => {
+    expect((await client.relayers.getRelayer(DOWN)).data.data).toMatchObject({ system_disabled: false });
+    const built = await build(byOperations(1_000));
+    await proxy.close();
+    const unreachable = /^the network's Stellar RPC does not answer: no RPC endpoint available for \w+: 127\.0\.0\.1:\d+: /;
+    for (const call of [
+      () => client.relayers.quoteSponsoredTransaction(DOWN, { transaction_xdr: userXdr(), fee_token: USDC } as never),
+      () => client.relayers.buildSponsoredTransaction(DOWN, byOperations(1_000) as never),
+      () => client.relayers.signTransaction(DOWN, { unsigned_xdr: built.transaction } as never),
+      () => client.relayers.sendTransaction(DOWN, { network: 'stellar-down', transaction_xdr: signed(built.transaction), fee_bump: true } as never),
+    ]) {
+      const res = await sdkError(call());
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: expect.stringMatching(unreachable) });
+    }
+    expect(((await client.relayers.listTransactions(DOWN, 1, 100)).data.data as unknown[]).length).toBe(0);
   });
 });

@@ -1,7 +1,10 @@
 // A local stand-in for Stellar RPC: enough of the JSON-RPC API, with enough of
 // the ledger rules (signatures, sequence numbers, fees, time bounds, payments
 // of XLM and of classic assets over trustlines), to run the relayer's Stellar
-// path end to end without a network.
+// path end to end without a network. Contract calls to the tokens and
+// FeeForwarders added with addToken / addFeeForwarder are interpreted natively
+// (stellar-soroban.ts: no wasm runs), with their authorizations checked; calls
+// to any other contract are not executed and succeed with void.
 import {
   Address,
   FeeBumpTransaction,
@@ -14,6 +17,7 @@ import {
   xdr,
 } from '@stellar/stellar-sdk';
 import { RpcFault, startJsonRpcServer } from './jsonrpc-server.js';
+import { cloneState, invocationOf, newContractId, newSorobanState, tryRun, type SorobanState } from './stellar-soroban.js';
 
 export type StellarStubAccount = { address: string; balance: bigint; sequence: bigint };
 
@@ -41,6 +45,12 @@ export type StellarRpcStub = {
    * older ones are NOT_FOUND, as on a real RPC past its retention window. Default: all.
    */
   setRetention(ledgers: number | undefined): void;
+  /** Adds a token contract (the Stellar Asset Contract's balance/transfer/approve/transfer_from) holding `balances`; its C… id. */
+  addToken(balances?: Record<string, bigint>): string;
+  /** A token contract's balance of an address (G… or C…). */
+  tokenBalance(contract: string, address: string): bigint;
+  /** Adds a FeeForwarder contract (its `forward`); its C… id. */
+  addFeeForwarder(): string;
 };
 
 const BASE_FEE = 100n;
@@ -62,7 +72,11 @@ type Recorded = {
 };
 
 const i64 = (n: bigint) => xdr.Int64.fromString(n.toString());
-const nowSeconds = () => Math.floor(Date.now() / 1000);
+// The network's clock, not the test's: a test that fakes Date (to play a late submission) must not
+// move the stand-in's ledger close times, which never go back.
+const EPOCH_MS = Date.now();
+const EPOCH_PERF = performance.now();
+const nowSeconds = () => Math.floor((EPOCH_MS + performance.now() - EPOCH_PERF) / 1000);
 
 function txResult(fee: bigint, result: xdr.TransactionResultResult): xdr.TransactionResult {
   return new xdr.TransactionResult({ feeCharged: i64(fee), result, ext: new xdr.TransactionResultExt(0) });
@@ -119,6 +133,7 @@ export async function startStellarRpc(opts: {
   const results = new Map<string, Recorded>();
   let forcedStatus: 'TRY_AGAIN_LATER' | undefined;
   let retention: number | undefined;
+  let soroban: SorobanState = newSorobanState();
   const appliedOrder: string[] = [];
   const oldestLedger = () => (retention === undefined ? 1000 : Math.max(1000, ledgerSeq - retention + 1));
 
@@ -176,8 +191,15 @@ export async function startStellarRpc(opts: {
   }
 
   // Applies operations to a copy of the balances; returns op results and whether all succeeded.
-  function applyOps(tx: Transaction): { ok: boolean; results: xdr.OperationResult[]; balances: Map<string, bigint>; lines: Map<string, Map<string, bigint>> } {
+  function applyOps(tx: Transaction): {
+    ok: boolean;
+    results: xdr.OperationResult[];
+    balances: Map<string, bigint>;
+    lines: Map<string, Map<string, bigint>>;
+    contracts: SorobanState;
+  } {
     const balances = new Map<string, bigint>();
+    const contracts = cloneState(soroban);
     const bal = (a: string) => balances.get(a) ?? accounts.get(a)?.balance;
     // Trustlines as the operations leave them (copies of the touched accounts' lines).
     const lines = new Map<string, Map<string, bigint>>();
@@ -224,15 +246,22 @@ export async function startStellarRpc(opts: {
         if (res.switch().name !== 'changeTrustSuccess') ok = false;
         results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.changeTrust(res)));
       } else if (op.type === 'invokeHostFunction') {
-        // Contracts are not executed: every invocation succeeds and returns void.
-        const success = xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(sha256(xdr.ScVal.scvVoid().toXDR()));
-        results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.invokeHostFunction(success)));
+        // Known contracts are interpreted (their auth enforced); any other is not executed and returns void.
+        const call = invocationOf(op.func);
+        const run = call
+          ? tryRun(contracts, call, { networkPassphrase, ledger: ledgerSeq, source: tx.source, auth: op.auth ?? [], recording: false })
+          : { ok: true as const, value: null };
+        const result = run.ok
+          ? xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(sha256((run.value ?? xdr.ScVal.scvVoid()).toXDR()))
+          : xdr.InvokeHostFunctionResult.invokeHostFunctionTrapped();
+        if (!run.ok) ok = false;
+        results.push(xdr.OperationResult.opInner(xdr.OperationResultTr.invokeHostFunction(result)));
       } else {
         ok = false;
         results.push(xdr.OperationResult.opNotSupported());
       }
     }
-    return { ok, results, balances, lines };
+    return { ok, results, balances, lines, contracts };
 
     // A classic asset moves between trustlines; its issuer mints it by paying and burns what it is paid.
     function creditPayment(from: string, to: string, asset: string, amount: bigint): xdr.PaymentResult {
@@ -265,7 +294,8 @@ export async function startStellarRpc(opts: {
       const fee = minFee(inner, isBump ? 1 : 0);
       accounts.get(feeSource)!.balance -= fee;
       source.sequence = BigInt(inner.sequence);
-      const { ok, results: opResults, balances, lines } = applyOps(inner);
+      const { ok, results: opResults, balances, lines, contracts } = applyOps(inner);
+      if (ok) soroban = contracts;
       if (ok) for (const [a, b] of balances) accounts.get(a)!.balance = b;
       if (ok) for (const [a, l] of lines) trustlines.set(a, l);
       const R = xdr.TransactionResultResult;
@@ -453,7 +483,20 @@ export async function startStellarRpc(opts: {
     let retval = xdr.ScVal.scvVoid();
     const auth: xdr.SorobanAuthorizationEntry[] = [];
     const kind = fn.switch().name;
-    if (kind === 'hostFunctionTypeUploadContractWasm') {
+    const call = invocationOf(fn);
+    if (call) {
+      // With auth entries they are enforced (signatures checked); without, recorded (the RPC's recording mode).
+      const given = op.auth ?? [];
+      const run = tryRun(cloneState(soroban), call, {
+        networkPassphrase,
+        ledger: ledgerSeq + 1,
+        source: tx.source,
+        auth: given,
+        recording: given.length === 0,
+      });
+      if (!run.ok) return { error: `HostError: ${run.error}`, latestLedger: ledgerSeq, events: [] };
+      if (run.value) retval = run.value;
+    } else if (kind === 'hostFunctionTypeUploadContractWasm') {
       retval = xdr.ScVal.scvBytes(sha256(fn.wasm()));
     } else if (kind === 'hostFunctionTypeCreateContract' || kind === 'hostFunctionTypeCreateContractV2') {
       const args = kind === 'hostFunctionTypeCreateContract' ? fn.createContract() : fn.createContractV2();
@@ -558,6 +601,17 @@ export async function startStellarRpc(opts: {
       }),
     setRetention(ledgers) {
       retention = ledgers;
+    },
+    addToken(balances = {}) {
+      const id = newContractId();
+      soroban.tokens.set(id, { balances: new Map(Object.entries(balances)), allowances: new Map() });
+      return id;
+    },
+    tokenBalance: (contract, address) => soroban.tokens.get(contract)?.balances.get(address) ?? 0n,
+    addFeeForwarder() {
+      const id = newContractId();
+      soroban.forwarders.add(id);
+      return id;
     },
   };
 }

@@ -91,7 +91,7 @@ export function directTypes({ builder }: SchemaParts) {
     sponsoredQuote: t.field({
       type: 'JSON',
       description:
-        "Gasless (Solana, Stellar): what the user's transaction would cost in `fee_token`. Solana: request `{transaction, fee_token}`, answer `{estimated_fee, conversion_rate}`. Stellar: request `{transaction_xdr | operations + source_account, fee_token}` (`native` or `CODE:ISSUER`), answer `{fee_in_token, fee_in_token_ui, conversion_rate}`. Refused for EVM relayers (their gasless path is a bundler) and while the relayer is paused or disabled.",
+        "Gasless (Solana, Stellar): what the user's transaction would cost in `fee_token`. Solana: request `{transaction, fee_token}`, answer `{estimated_fee, conversion_rate}`. Stellar: request `{transaction_xdr | operations + source_account, fee_token}` (`native`, `CODE:ISSUER`, or a `C…` token contract for a Soroban call), answer `{fee_in_token, fee_in_token_ui, conversion_rate}`, with `max_fee_in_token, max_fee_in_token_ui` for a Soroban call. Refused for EVM relayers (their gasless path is a bundler) and while the relayer is paused or disabled.",
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
       authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),
@@ -100,7 +100,7 @@ export function directTypes({ builder }: SchemaParts) {
     buildSponsoredTransaction: t.field({
       type: 'JSON',
       description:
-        "Gasless (Solana, Stellar): the transaction for the user to sign, with the relayer as fee payer and a transfer of the fee from the user to the relayer. Solana: request `{transaction, fee_token}`, answer `{transaction, fee_in_spl, fee_in_lamports, fee_token, valid_until_blockheight}`, the transaction signed by the relayer. Stellar: the Stellar quote request, answer `{transaction, fee_in_token, fee_in_token_ui, fee_in_stroops, fee_token, valid_until}`, the user's transaction with its payment of the fee to the relayer appended and valid for two minutes; the user signs it and sends it with `fee_bump: true`.",
+        "Gasless (Solana, Stellar): the transaction for the user to sign, with the relayer as fee payer and a transfer of the fee from the user to the relayer. Solana: request `{transaction, fee_token}`, answer `{transaction, fee_in_spl, fee_in_lamports, fee_token, valid_until_blockheight}`, the transaction signed by the relayer. Stellar: the Stellar quote request, answer `{transaction, fee_in_token, fee_in_token_ui, fee_in_stroops, fee_token, valid_until}`, the user's transaction with its payment of the fee to the relayer appended and valid for two minutes; the user signs it and sends it with `fee_bump: true`. A Soroban call (a `C…` fee token) is wrapped in the FeeForwarder's call with the relayer as source, and the answer adds `user_auth_entry` (to sign and send back as `signed_auth_entry` with the transaction) and the max fee.",
       directives: RATE_LIMITED,
       args: { relayerId: t.arg.id({ required: true }), request: t.arg({ type: 'JSON', required: true }) },
       authScopes: (_, a, ctx) => needs(ctx, 'relayer', String(a.relayerId), 'execute'),

@@ -224,7 +224,7 @@ export const directSchemas: Record<string, JsonSchema> = {
   },
   SponsoredTransactionRequest: {
     description:
-      "Solana: the user's base64 wire transaction and the mint of the token the fee is paid in. Stellar: the user's transaction (`transaction_xdr`, or `operations` with `source_account`) and the fee token (`native` or `CODE:ISSUER`).",
+      "Solana: the user's base64 wire transaction and the mint of the token the fee is paid in. Stellar: the user's transaction (`transaction_xdr`, or `operations` with `source_account`) and the fee token (`native` or `CODE:ISSUER`; a `C…` token contract when `transaction_xdr` is a Soroban call, paid through the FeeForwarder).",
     oneOf: [
       { type: 'object', required: ['transaction', 'fee_token'], properties: { transaction: { type: 'string' }, fee_token: { type: 'string' } } },
       {
@@ -242,7 +242,7 @@ export const directSchemas: Record<string, JsonSchema> = {
   },
   SponsoredTransactionQuote: {
     description:
-      "Solana: the fee in whole tokens and the price, whole tokens per SOL. Stellar: the fee in the token's base units and in whole tokens, and the price, whole tokens per XLM. All decimal strings.",
+      "Solana: the fee in whole tokens and the price, whole tokens per SOL. Stellar: the fee in the token's base units and in whole tokens, and the price, whole tokens per XLM; for a Soroban call also the max fee the user authorizes (5% above). All decimal strings.",
     oneOf: [
       {
         type: 'object',
@@ -252,13 +252,19 @@ export const directSchemas: Record<string, JsonSchema> = {
       {
         type: 'object',
         required: ['fee_in_token', 'fee_in_token_ui', 'conversion_rate'],
-        properties: { fee_in_token: { type: 'string' }, fee_in_token_ui: { type: 'string' }, conversion_rate: { type: 'string' } },
+        properties: {
+          fee_in_token: { type: 'string' },
+          fee_in_token_ui: { type: 'string' },
+          conversion_rate: { type: 'string' },
+          max_fee_in_token: { type: 'string' },
+          max_fee_in_token_ui: { type: 'string' },
+        },
       },
     ],
   },
   SponsoredTransactionBuild: {
     description:
-      "Solana: the base64 transaction signed by the relayer (fee payer), the fee in token base units and in lamports (decimal strings), the fee token, and the last block height at which it can land. Stellar: the user's transaction XDR with its payment of the fee to the relayer appended (unsigned; the user signs it and sends it with fee_bump), the fee in the token (base units, whole tokens) and in stroops, the fee token, and when it expires (RFC 3339, two minutes on).",
+      "Solana: the base64 transaction signed by the relayer (fee payer), the fee in token base units and in lamports (decimal strings), the fee token, and the last block height at which it can land. Stellar: the user's transaction XDR with its payment of the fee to the relayer appended (unsigned; the user signs it and sends it with fee_bump), the fee in the token (base units, whole tokens) and in stroops, the fee token, and when it expires (RFC 3339, two minutes on). Stellar Soroban call (a `C…` fee token): the FeeForwarder transaction with the relayer as source and fee payer, the user's authorization entry to sign (`user_auth_entry`, sent back signed as `signed_auth_entry` with the transaction) and the max fee it authorizes.",
     oneOf: [
       {
         type: 'object',
@@ -281,6 +287,9 @@ export const directSchemas: Record<string, JsonSchema> = {
           fee_in_stroops: { type: 'string' },
           fee_token: { type: 'string' },
           valid_until: { type: 'string', format: 'date-time' },
+          user_auth_entry: { type: 'string' },
+          max_fee_in_token: { type: 'string' },
+          max_fee_in_token_ui: { type: 'string' },
         },
       },
     ],

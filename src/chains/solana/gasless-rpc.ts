@@ -12,6 +12,7 @@ import { buildSponsored, checkFeePaid, feeInstructions, quoteSponsored, type Gas
 import { contextOf } from './pipeline.js';
 import { checkSolanaPolicy } from './policy.js';
 import { SolanaRequestError } from './request-error.js';
+import { JsonRpcError, RpcUnavailableError } from './rpc-client.js';
 import { ataOf, TOKEN_PROGRAM, transferChecked } from './token.js';
 import { decodeSolanaTx } from './transaction.js';
 import { buildUnsigned } from './unsigned.js';
@@ -115,6 +116,13 @@ export async function answerGasless(rt: Runtime, relayer: Relayer, method: strin
     return { ok: true, result: await answer(rt, relayer, method, params) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
+    // The network's RPC unreachable or refusing: the reference's provider error (-32006 PREPARATION_ERROR).
+    const rpc = [e, (e as Error | undefined)?.cause].find((x) => x instanceof RpcUnavailableError || x instanceof JsonRpcError) as Error | undefined;
+    if (rpc) {
+      const description =
+        e === rpc ? `the network's Solana RPC ${rpc instanceof JsonRpcError ? 'refused the request' : 'does not answer'}: ${message}` : message;
+      return { ok: false, error: { code: -32006, message: 'PREPARATION_ERROR', description } };
+    }
     if (e instanceof SolanaRequestError || isDomainError(e, 'invalid')) {
       if (message.startsWith('policy ')) return { ok: false, error: { code: -32013, message: 'PREPARATION_ERROR', description: message } };
       return { ok: false, error: { code: -32602, message: 'INVALID_PARAMS', description: message } };

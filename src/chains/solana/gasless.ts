@@ -23,13 +23,13 @@ import {
 } from '@solana/kit';
 import { z } from 'zod';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid } from '../../core/domain-error.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
 import { convert, fixedRate, priceOf, uiAmount, wholeRate, withMargin, type Rate } from '../../core/prices.js';
 import type { Runtime } from '../../core/runtime.js';
 import { jupiterSource, WRAPPED_SOL_MINT } from './jupiter.js';
 import { checkSolanaPolicy, type SolanaPolicy } from './policy.js';
 import { SolanaRequestError } from './request-error.js';
-import type { SolanaRpc } from './rpc-client.js';
+import { JsonRpcError, RpcUnavailableError, type SolanaRpc } from './rpc-client.js';
 import {
   ataOf,
   ATA_PROGRAM,
@@ -176,7 +176,7 @@ async function plan(c: GaslessCtx, body: unknown): Promise<Plan> {
 
   const draft = compose(1n);
   const base = await c.rpc.getFeeForMessage(getBase64Decoder().decode(draft.messageBytes));
-  if (base === null) throw new Error('getFeeForMessage: the blockhash expired while pricing; retry');
+  if (base === null) throw txError('the latest blockhash expired while it was priced; try again');
   const rent = needAta ? await c.rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE) : 0n;
   const feeLamports = withMargin(base + rent, c.policy.fee_margin_percentage);
   const rate = await rateOf(c, token.mint, token.decimals, feeLamports);
@@ -200,8 +200,16 @@ async function plan(c: GaslessCtx, body: unknown): Promise<Plan> {
 
 const wireOf = (tx: Transaction) => getTransactionEncoder().encode(tx) as Uint8Array;
 
+/**
+ * A request's failure as the error users see: its own fault a 400 naming it; the network's RPC not
+ * answering an `unavailable` (400 on REST, as every unreachable dependency) and a node's refusal a
+ * 400, both keeping the RPC error as `cause` (the JSON-RPC methods answer those as the reference's
+ * provider error). Never a 500.
+ */
 function requestError(e: unknown): never {
   if (e instanceof SolanaRequestError) throw invalid(e.message);
+  if (e instanceof RpcUnavailableError) throw Object.assign(unavailable(`the network's Solana RPC does not answer: ${e.message}`), { cause: e });
+  if (e instanceof JsonRpcError) throw Object.assign(invalid(`the network's Solana RPC refused the request: ${e.message}`), { cause: e });
   throw e;
 }
 

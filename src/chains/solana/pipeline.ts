@@ -4,7 +4,7 @@ import { CustodyError } from '../../signers/custody.js';
 import type { Network } from '../../core/settings.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer } from '../../generated/prisma/client.js';
-import { invalid } from '../../core/domain-error.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
 import { RelayerCheckError } from '../../core/domain-error.js';
 import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
 import { DEFAULT_VALIDITY_MS } from '../../core/family-spec.js';
@@ -18,7 +18,7 @@ import { SolanaRequestError } from './request-error.js';
 import { decodeSolanaTx } from './transaction.js';
 import { solanaPolicySchema, type SolanaPolicy } from './policy.js';
 import { prepareSolanaTx, SolanaBlockhashExpiredError, type PreparedSolanaTx, type SolanaTransactionRequest } from './prepare.js';
-import { createSolanaRpc, JsonRpcError, type SolanaRpc } from './rpc-client.js';
+import { createSolanaRpc, JsonRpcError, RpcUnavailableError, type SolanaRpc } from './rpc-client.js';
 import {
   decideSolana,
   FINAL,
@@ -145,7 +145,8 @@ export const solanaFamily: ChainFamily<'solana'> = {
     } catch (e) {
       if (e instanceof SolanaRequestError) throw invalid(e.message);
       // The node refused a request about this transaction (e.g. its blockhash): the request is at fault.
-      if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof JsonRpcError) throw Object.assign(invalid(`the network's RPC refused the transaction: ${e.message}`), { cause: e });
+      if (e instanceof RpcUnavailableError) throw Object.assign(unavailable(`the network's Solana RPC does not answer: ${e.message}`), { cause: e });
       throw e;
     }
     return {

@@ -11,6 +11,7 @@ import { convert, fixedRate, priceOf, uiAmount, wholeRate, withMargin, type Rate
 import type { Runtime } from '../../core/runtime.js';
 import type { Network } from '../../core/settings.js';
 import { toOperation, type StellarSignerLike } from './build.js';
+import { buildSoroban, isSorobanCall, quoteSoroban, type SorobanBuild, type SorobanQuote } from './gasless-soroban.js';
 import { amountOfStroops, horizonSource, stroopsOf } from './horizon-price.js';
 import { StellarRequestError } from './request-error.js';
 import { parseStellarRequest } from './request.js';
@@ -127,7 +128,7 @@ async function readRequest(c: GaslessCtx, body: unknown): Promise<Request> {
   if (!token.native && !token.code) {
     throw fail(
       'fee_token',
-      `${token.id} is a contract token: the reference pays those through its FeeForwarder contract (Soroban gas abstraction), which this service does not offer; use "native" or a classic CODE:ISSUER asset`,
+      `${token.id} is a contract token: it pays only for a Soroban call (a transaction_xdr whose one operation calls a contract), through the FeeForwarder contract; for other transactions use "native" or a classic CODE:ISSUER asset`,
     );
   }
   if (hasXdr) return { envelope: decodeUserTx(b.transaction_xdr, c.passphrase), token };
@@ -158,7 +159,7 @@ const REFUSED: Record<string, string> = {
   setOptions: 'SetOptions operations are not allowed',
   createAccount: 'deprecated operation type not allowed',
   allowTrust: 'deprecated operation type not allowed',
-  invokeHostFunction: 'Soroban calls are sponsored through the FeeForwarder contract, which this service does not offer',
+  invokeHostFunction: 'a Soroban call is sponsored alone, through the FeeForwarder contract (quote and build it with a contract fee token)',
   extendFootprintTtl: 'Soroban operations are not supported for gasless transactions',
   restoreFootprint: 'Soroban operations are not supported for gasless transactions',
 };
@@ -263,7 +264,33 @@ function requestError(e: unknown): never {
   throw e;
 }
 
-export async function quoteSponsored(c: GaslessCtx, body: unknown): Promise<StellarQuote> {
+/** A request for a Soroban call (the reference's test: its transaction_xdr has an InvokeHostFunction operation), else null. */
+function sorobanRequest(c: GaslessCtx, body: unknown): { tx: Transaction; feeToken: string } | null {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
+  const b = body as Record<string, unknown>;
+  if (typeof b.transaction_xdr !== 'string' || b.operations !== undefined) return null;
+  let tx: Transaction;
+  try {
+    tx = decodeUserTx(b.transaction_xdr, c.passphrase);
+  } catch {
+    return null; // the classic path says what is wrong with it
+  }
+  if (!isSorobanCall(tx)) return null;
+  const unknown = Object.keys(b).filter((k) => !['transaction_xdr', 'source_account', 'fee_token'].includes(k));
+  if (unknown.length) throw fail(unknown[0], 'unknown field (the request takes transaction_xdr or operations with source_account, and fee_token)');
+  if (typeof b.fee_token !== 'string' || b.fee_token === '') throw fail('fee_token', 'required: a C… token contract for a Soroban call');
+  return { tx, feeToken: b.fee_token };
+}
+
+export async function quoteSponsored(c: GaslessCtx, body: unknown): Promise<StellarQuote | SorobanQuote> {
+  const soroban = (() => {
+    try {
+      return sorobanRequest(c, body);
+    } catch (e) {
+      return requestError(e);
+    }
+  })();
+  if (soroban) return quoteSoroban(c, soroban.tx, soroban.feeToken).catch(requestError);
   const p = await plan(c, body).catch(requestError);
   return {
     fee_in_token: p.feeInToken.toString(),
@@ -289,7 +316,15 @@ export function withFeePayment(tx: Transaction, payment: { relayer: string; toke
   return new Transaction(env, passphrase);
 }
 
-export async function buildSponsored(c: GaslessCtx, body: unknown): Promise<StellarBuild> {
+export async function buildSponsored(c: GaslessCtx, body: unknown): Promise<StellarBuild | SorobanBuild> {
+  const soroban = (() => {
+    try {
+      return sorobanRequest(c, body);
+    } catch (e) {
+      return requestError(e);
+    }
+  })();
+  if (soroban) return buildSoroban(c, soroban.tx, soroban.feeToken).catch(requestError);
   try {
     if (body && typeof body === 'object' && !Array.isArray(body)) tokenEntry(c.policy, parseFeeToken((body as { fee_token?: unknown }).fee_token).id);
     if (c.policy.fee_payment_strategy !== 'user') {

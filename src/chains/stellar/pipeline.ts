@@ -6,7 +6,7 @@ import type { Network } from '../../core/settings.js';
 import { signerKey } from '../../core/signers.js';
 import type { Relayer, Transaction } from '../../generated/prisma/client.js';
 import { freeNonceOfFinal } from '../../core/transactions/store.js';
-import { invalid } from '../../core/domain-error.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
 import { RelayerCheckError } from '../../core/domain-error.js';
 import { parseJson, stringifyJson } from '../../lib/json.js';
 import type { ChainFamily, Steps } from '../../core/transactions/pipeline.js';
@@ -18,7 +18,7 @@ import { buildStellarTransaction, needsRelayerSequence, type BuiltStellarTx } fr
 import { StellarRequestError } from './request-error.js';
 import { stellarPolicySchema, type StellarPolicy } from './policy.js';
 import { parseStellarRequest, type StellarTransactionRequest } from './request.js';
-import { JsonRpcError } from '../jsonrpc.js';
+import { JsonRpcError, RpcUnavailableError } from '../jsonrpc.js';
 import { createStellarRpc, type StellarRpc } from './rpc-client.js';
 import {
   checkOrder,
@@ -37,6 +37,7 @@ import {
 } from './decide.js';
 import { findAtSequence, type FoundAtSequence } from './sequence.js';
 import { checkFeePaid } from './gasless.js';
+import { prepareSorobanSubmission } from './gasless-soroban.js';
 import { rpcObserver } from '../rpc-observer.js';
 import { describeTransactionResult, lookUpStellarTxs, submitStellarTx, type StellarLookUp } from './status.js';
 import { clientCache, contextForCheck, endpointsOf, long } from '../plumbing.js';
@@ -283,6 +284,8 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     }
     const c = contextOf(rt, relayer);
     try {
+      // A gasless Soroban call: checked, the user's signed entry put in; then sent as the relayer's own.
+      if (req.signed_auth_entry !== undefined) req = await prepareSorobanSubmission(c, { ...req, signed_auth_entry: req.signed_auth_entry });
       const takesNonce = needsRelayerSequence(req, c.passphrase);
       if (c.policy.fee_payment_strategy === 'user' && req.fee_bump && req.transaction_xdr !== undefined) {
         const tx = TransactionBuilder.fromXDR(req.transaction_xdr, c.passphrase);
@@ -303,6 +306,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
       if (e instanceof StellarRequestError) throw invalid(e.message);
       // The node refused to simulate it: the request, not the service, is at fault.
       if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the transaction: ${e.message}`);
+      if (e instanceof RpcUnavailableError) throw unavailable(`the network's Stellar RPC does not answer: ${e.message}`);
       throw e;
     }
   },

@@ -102,6 +102,8 @@ const stellarRules = [
   exactlyOne(['operations', 'transaction_xdr'], 'exactly one of operations or transaction_xdr is required'),
   excludes('memo', ['transaction_xdr'], 'not allowed with transaction_xdr (the XDR carries its own memo)'),
   excludes('fee_bump', ['operations'], 'only applies to a signed transaction_xdr', true),
+  excludes('signed_auth_entry', ['operations'], 'only applies to the transaction_xdr of a sponsored Soroban build'),
+  excludes('fee_bump', ['signed_auth_entry'], "cannot be given with signed_auth_entry (a sponsored Soroban call is sent as the relayer's own)", true),
 ];
 
 export const stellarTransactionRequestSchema = z
@@ -128,6 +130,10 @@ export const stellarTransactionRequestSchema = z
     }),
     valid_until: rfc3339Text.optional().meta({ description: 'Shapes A and C: RFC 3339 expiry (default 8 hours).' }).register(graphqlInfo, validUntilInfo),
     fee_bump: z.boolean().optional().meta({ description: 'Shape C: wrap in a fee-bump transaction; only with a signed transaction_xdr.' }),
+    signed_auth_entry: z.string().min(1).optional().meta({
+      description:
+        "Shape C: the user's signed SorobanAuthorizationEntry (base64 XDR), the `user_auth_entry` of a sponsored build signed; with that build's transaction_xdr (the reference's gasless Soroban submission).",
+    }),
     /** Fee cap in stroops (int64). */
     max_fee: boundedInt(1n, INT64_MAX, 'int64')
       .prefault(Number(DEFAULT_MAX_FEE))

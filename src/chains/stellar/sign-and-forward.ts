@@ -4,12 +4,12 @@ import { createHash } from 'node:crypto';
 import { Transaction, TransactionBuilder } from '@stellar/stellar-base';
 import type { Relayer } from '../../generated/prisma/client.js';
 import { signerKey } from '../../core/signers.js';
-import { invalid } from '../../core/domain-error.js';
+import { invalid, unavailable } from '../../core/domain-error.js';
 import type { Runtime } from '../../core/runtime.js';
 import { findNetwork } from '../../core/networks.js';
 import type { DirectOps } from '../../core/relayers/direct.js';
 import type { StellarSigner } from '../../signers/index.js';
-import { createJsonRpcClient } from '../jsonrpc.js';
+import { createJsonRpcClient, JsonRpcError, RpcUnavailableError } from '../jsonrpc.js';
 import { forwardEach } from '../passthrough.js';
 import { signEnvelope } from './build.js';
 import { clientCache, endpointsOf } from '../plumbing.js';
@@ -81,6 +81,8 @@ export const stellarDirect: DirectOps = {
         await checkFeePaid(c, tx, { field: 'unsigned_xdr', signing: true });
       } catch (e) {
         if (e instanceof StellarRequestError) throw invalid(e.message);
+        if (e instanceof RpcUnavailableError) throw unavailable(`the network's Stellar RPC does not answer: ${e.message}`);
+        if (e instanceof JsonRpcError) throw invalid(`the network's RPC refused the request: ${e.message}`);
         throw e;
       }
     }
