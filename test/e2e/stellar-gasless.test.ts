@@ -459,8 +459,11 @@ describe.each(await databaseKinds())('gasless Stellar through the SDK on %s', (d
         relayerXlm: stub.account(sorobanRelayer)!.balance,
         userXlm: stub.account(user.publicKey())!.balance,
       };
-      const sent = await sorobanSubmit(built.transaction, await userSigns(built.user_auth_entry));
+      // The same signed authorization submitted twice at once (a client's retry): one transaction.
+      const signedEntry = await userSigns(built.user_auth_entry);
+      const [sent, again] = await Promise.all([sorobanSubmit(built.transaction, signedEntry), sorobanSubmit(built.transaction, signedEntry)]);
       const id = (sent.data.data as { id: string }).id;
+      expect((again.data.data as { id: string }).id).toBe(id);
       const done = await waitForStatus(svc, SOROBAN, id, ['confirmed', 'failed', 'expired'], 30_000);
       expect(done.status, done.status_reason).toBe('confirmed');
       expect(stub.tokenBalance(token, user.publicKey())).toBe(was.user - amount - fee);

@@ -259,12 +259,13 @@ function decodeEntry(text: string): xdr.SorobanAuthorizationEntry {
  * max_allowed_fee and covering what the call costs now. Answers the request the pipeline then
  * sends as the relayer's own: the transaction with the user's entry in it, the relayer's entry as
  * source-account credentials (its transaction signature authorizes it), and the resources of a
- * new simulation with 15% more (the reference's buffer).
+ * new simulation with 15% more (the reference's buffer), and the key that makes it one of a kind:
+ * the user's authorization nonce, which the network takes once.
  */
 export async function prepareSorobanSubmission(
   c: SorobanGaslessCtx,
   req: StellarTransactionRequest & { signed_auth_entry: string },
-): Promise<StellarTransactionRequest> {
+): Promise<{ req: StellarTransactionRequest; once: string }> {
   const relayer = c.signer.address;
   const field = 'transaction_xdr';
   if (req.transaction_xdr === undefined) throw fail(field, 'is required with signed_auth_entry');
@@ -350,5 +351,8 @@ export async function prepareSorobanSubmission(
   const ends = Date.now() + (Math.min(call.expirationLedger, signatureExpiration) - latest) * LEDGER_SECONDS * 1000;
   const validUntil = req.valid_until !== undefined && Date.parse(req.valid_until) < ends ? req.valid_until : new Date(ends).toISOString();
   const { signed_auth_entry: _, ...rest } = req;
-  return { ...rest, transaction_xdr: env.toXDR('base64'), valid_until: validUntil };
+  return {
+    req: { ...rest, transaction_xdr: env.toXDR('base64'), valid_until: validUntil },
+    once: `soroban-auth:${call.user}:${signed.credentials().address().nonce().toString()}`,
+  };
 }

@@ -285,7 +285,8 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     const c = contextOf(rt, relayer);
     try {
       // A gasless Soroban call: checked, the user's signed entry put in; then sent as the relayer's own.
-      if (req.signed_auth_entry !== undefined) req = await prepareSorobanSubmission(c, { ...req, signed_auth_entry: req.signed_auth_entry });
+      let onceKey: string | undefined;
+      if (req.signed_auth_entry !== undefined) ({ req, once: onceKey } = await prepareSorobanSubmission(c, { ...req, signed_auth_entry: req.signed_auth_entry }));
       const takesNonce = needsRelayerSequence(req, c.passphrase);
       if (c.policy.fee_payment_strategy === 'user' && req.fee_bump && req.transaction_xdr !== undefined) {
         const tx = TransactionBuilder.fromXDR(req.transaction_xdr, c.passphrase);
@@ -301,6 +302,7 @@ export const stellarFamily: ChainFamily<'stellar'> = {
         data: { from: relayer.address, ...recipientOf(inner), validUntil: built.validUntil ? new Date(built.validUntil) : deadline },
         request: storeRequest(req),
         takesNonce,
+        ...(onceKey ? { onceKey } : {}),
       };
     } catch (e) {
       if (e instanceof StellarRequestError) throw invalid(e.message);

@@ -12,6 +12,12 @@ export interface Accepted {
   request: Prisma.InputJsonValue;
   /** Whether the transaction takes the relayer's next nonce / sequence number. */
   takesNonce: boolean;
+  /**
+   * What makes the request one of a kind whatever the client's Idempotency-Key (a user's signed
+   * authorization the network takes once): kept as the row's key, so the same request again is
+   * the first transaction, and another request with it a conflict.
+   */
+  onceKey?: string;
 }
 
 /**

@@ -88,11 +88,14 @@ function requestDigest(input: Record<string, unknown>): string {
   return createHash('sha256').update(canonicalJson(input)).digest('hex');
 }
 
-async function replay(rt: Runtime, relayerId: string, key: string, digest: string): Promise<Transaction | null> {
+async function replay(rt: Runtime, relayerId: string, key: string, digest: string, once = false): Promise<Transaction | null> {
   const existing = await rt.db.prisma.transaction.findUnique({ where: { relayerId_idempotencyKey: { relayerId, idempotencyKey: key } } });
   if (!existing) return null;
   if (existing.requestDigest !== digest) {
-    throw conflict('Conflict', `Idempotency-Key "${key}" was already used with a different request`);
+    throw conflict(
+      'Conflict',
+      once ? `this request's authorization was already sent as transaction ${existing.id}` : `Idempotency-Key "${key}" was already used with a different request`,
+    );
   }
   return existing;
 }
@@ -140,13 +143,20 @@ async function sendAs(rt: Runtime, relayer: Relayer, input: Record<string, unkno
   const family = rt.families.pipeline(type);
   if (!family) throw invalid(`${type} relayers cannot send transactions on this service`);
   const accepted = await family.accept(rt, relayer, request as never);
+  const { onceKey } = accepted;
+  const key = onceKey ?? idempotencyKey ?? null;
+  const keyDigest = onceKey ? requestDigest(input) : digest;
+  if (onceKey) {
+    const previous = await replay(rt, relayerId, onceKey, keyDigest!, true);
+    if (previous) return previous;
+  }
 
   let tx: Awaited<ReturnType<typeof insertAccepted>>;
   try {
-    tx = await insertAccepted(rt, { relayer, type, accepted, idempotencyKey: idempotencyKey ?? null, digest });
+    tx = await insertAccepted(rt, { relayer, type, accepted, idempotencyKey: key, digest: keyDigest });
   } catch (e) {
-    if (idempotencyKey && digest && isUniqueViolation(e)) {
-      const previous = await replay(rt, relayerId, idempotencyKey, digest);
+    if (key && keyDigest && isUniqueViolation(e)) {
+      const previous = await replay(rt, relayerId, key, keyDigest, !!onceKey);
       if (previous) return previous;
     }
     throw e;
