@@ -18,8 +18,9 @@ export type BundlerReply = { jsonrpc: '2.0'; id: Id; result?: unknown; error?: {
 
 export const JSONRPC = { parse: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603 } as const;
 
-// NUL and lone surrogates, which no answer of ours carries (a revert reason from the chain may).
-const UNSAFE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// Control characters (NUL among them) and lone surrogates (with u, one of a pair is not matched),
+// which no answer of ours carries (a revert reason from the chain may).
+const UNSAFE = /[\p{Cc}\p{Cs}]/gu;
 
 /** A value with every string made safe to answer (U+FFFD for what is not). */
 function clean(v: unknown): unknown {
