@@ -80,12 +80,16 @@ async function gaslessChain(cleanup: (() => Promise<unknown>)[]) {
     return formatUserOperationRequest(op);
   };
   /** Waits until every operation is included; checks each has one UserOperationEvent and the relayer sent each bundle once. */
-  const includedOnce = async (instance: Instance, hashes: Hex[]) => {
+  const includedOnce = async (instance: Instance, hashes: Hex[], others: Instance[] = []) => {
     for (const hash of hashes) {
       let receipt: any = null;
-      for (const deadline = Date.now() + 60_000; !receipt; ) {
+      for (const deadline = Date.now() + 90_000; !receipt; ) {
         receipt = await call(instance, 'eth_getUserOperationReceipt', [hash]);
-        if (!receipt && Date.now() > deadline) throw new Error(`${hash} not included:\n${instance.output()}`);
+        if (!receipt && Date.now() > deadline) {
+          const seen = await call(instance, 'eth_getUserOperationByHash', [hash]);
+          const logs = [instance, ...others].map((i) => i.output().slice(-3000)).join('\n---\n');
+          throw new Error(`${hash} not included (${JSON.stringify(seen)?.slice(0, 300)}):\n${logs}`);
+        }
         if (!receipt) await new Promise((r) => setTimeout(r, 200));
       }
       expect(receipt.success).toBe(true);
@@ -169,6 +173,6 @@ describe.runIf(await postgresReachable())('two instances bundling one relayer', 
         return x as Hex;
       }),
     );
-    await includedOnce(a, hashes);
+    await includedOnce(a, hashes, [b]);
   }, 240_000);
 });
