@@ -32,7 +32,8 @@ export async function startDevnet(config: Config, port: number, dataDir: string,
   if (anvil.process.pid) await writeFile(pidFile, String(anvil.process.pid));
   network.rpcUrls = [{ url: anvil.url, weight: 100 }];
   log.info({ url: anvil.url, chainId: anvil.chainId }, 'devnet (anvil) started');
-  // EntryPoint v0.7, v0.8 and Simple7702Account where ERC-4337 clients expect them (once: the chain is kept).
+  // EntryPoint v0.7, v0.8, Simple7702Account and v0.7's SimpleAccountFactory where ERC-4337 clients
+  // expect them (once: the chain is kept).
   try {
     const placed = await placeCanonicalContracts(anvil.url, ANVIL_DEPLOYER_PRIVATE_KEY);
     if (placed.length) log.info({ placed }, 'devnet: ERC-4337 contracts placed at their canonical addresses');

@@ -429,6 +429,14 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     expect(stellar.status).toBe(200);
     expect(((await stellar.json()) as any).error).toMatchObject({ code: -32601, message: expect.stringMatching(/not offered for Stellar relayers/) });
     expect((await c.svc.request('POST', '/api/v1/relayers/nope/bundler', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))).status).toBe(404);
+    // A paused relayer still answers reads, and sends nothing.
+    expect((await c.svc.request('PATCH', '/api/v1/relayers/evm-relayer', { paused: true })).status).toBe(200);
+    try {
+      expect(await rpcOk(c, 'eth_chainId', [])).toBe('0x7a69');
+      expect(await rpcError(c, 'eth_sendUserOperation', [{}, ENTRY_POINT_V08])).toMatchObject({ code: -32600, message: 'relayer evm-relayer is paused' });
+    } finally {
+      await c.svc.request('PATCH', '/api/v1/relayers/evm-relayer', { paused: false });
+    }
     // Without the policy, every call says the bundler is off.
     await setPolicy(c, null);
     try {

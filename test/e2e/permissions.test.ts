@@ -170,6 +170,17 @@ const CASES: Case[] = [
     gql: () => ['mutation { relayerRpc(relayerId: "evm-relayer", request: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }) }'],
   },
   {
+    // Sending a UserOperation needs execute (read alone is refused as a whole); this relayer has no
+    // user_operations policy, so the call itself answers a JSON-RPC error.
+    field: 'relayerBundler',
+    need: 'relayer:evm-relayer:execute',
+    rest: () => ['POST', '/api/v1/relayers/evm-relayer/bundler', { jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [] }],
+    gql: () => [
+      'mutation B($r: String!) { relayerBundler(relayerId: "evm-relayer", request: $r) }',
+      { r: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_sendUserOperation', params: [] }) },
+    ],
+  },
+  {
     // An EVM relayer takes no sponsored transactions (400): what the key may do is checked first.
     field: 'sponsoredQuote',
     need: 'relayer:evm-relayer:execute',

@@ -13,7 +13,7 @@ import { ENTRY_POINT_V08, placeCanonicalContracts, SIMPLE_7702_ACCOUNT } from '.
 import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
 import { startProxy } from '../support/rpc-proxy.js';
 import { startInstance, type Instance } from '../support/instance.js';
-import { createTestDatabase, databaseKinds } from '../support/postgres.js';
+import { createTestDatabase, databaseKinds, postgresReachable } from '../support/postgres.js';
 import { API_KEY, DEV_ADDRESS, evmConfig } from '../support/service.js';
 
 const BUNDLER = '/api/v1/relayers/evm-relayer/bundler';
@@ -22,6 +22,88 @@ const USER_OPERATION_EVENT = parseAbi([
   'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
 ])[0];
 
+/** anvil with the ERC-4337 contracts, the relayer's paymaster (funded) and a target; broadcasts through a proxy that can hold them. */
+async function gaslessChain(cleanup: (() => Promise<unknown>)[]) {
+  const anvil = await startAnvil();
+  cleanup.push(() => anvil.stop());
+  const chain = defineChain({
+    id: 31337,
+    name: 'anvil',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [anvil.url] } },
+  });
+  const pub = createPublicClient({ chain, transport: http(anvil.url), pollingInterval: 50 });
+  const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
+  await placeCanonicalContracts(anvil.url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
+  const wallet = createWalletClient({
+    chain,
+    transport: http(anvil.url),
+    account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }),
+    pollingInterval: 50,
+  });
+  await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: PM.to, data: PM.data }) });
+  await pub.waitForTransactionReceipt({
+    hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
+  });
+  const target = (await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ data: '0x63335f55005f526004601cf3' }) })).contractAddress!;
+  const hold = { on: false, held: 0 };
+  const proxy = await startProxy(anvil.url, async (body, forward) => {
+    if (hold.on && body.includes('eth_sendRawTransaction')) {
+      hold.held++;
+      return null;
+    }
+    return forward();
+  });
+  cleanup.push(() => proxy.close());
+  const config = evmConfig(proxy.url, { relayer: { policies: { user_operations: { paymaster: { address: PM.address } } } } });
+
+  const call = async (instance: Instance, method: string, params: unknown[]) => {
+    const res = await instance.request('POST', BUNDLER, { jsonrpc: '2.0', id: 1, method, params });
+    const body = (await res.json()) as { result?: any; error?: { message: string } };
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result;
+  };
+  /** A fresh EIP-7702 user's operation, prepared through `instance`'s bundler and signed. */
+  const signed = async (instance: Instance) => {
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const account = await toSimple7702SmartAccount({ client: pub, owner });
+    const authorization = await owner.signAuthorization({ address: SIMPLE_7702_ACCOUNT, chainId: chain.id, nonce: 0 });
+    const bundler = createBundlerClient({
+      account,
+      client: pub,
+      chain,
+      paymaster: true,
+      transport: http(instance.url + BUNDLER, { retryCount: 0, fetchOptions: { headers: { authorization: `Bearer ${API_KEY}` } } }),
+    });
+    const prepared = await bundler.prepareUserOperation({ calls: [{ to: target, data: '0x' }], authorization });
+    const op = { ...prepared, signature: await account.signUserOperation(prepared as never) } as UserOperation<'0.8'>;
+    return formatUserOperationRequest(op);
+  };
+  /** Waits until every operation is included; checks each has one UserOperationEvent and the relayer sent each bundle once. */
+  const includedOnce = async (instance: Instance, hashes: Hex[], others: Instance[] = []) => {
+    for (const hash of hashes) {
+      let receipt: any = null;
+      for (const deadline = Date.now() + 90_000; !receipt; ) {
+        receipt = await call(instance, 'eth_getUserOperationReceipt', [hash]);
+        if (!receipt && Date.now() > deadline) {
+          const seen = await call(instance, 'eth_getUserOperationByHash', [hash]);
+          const logs = [instance, ...others].map((i) => i.output().slice(-3000)).join('\n---\n');
+          throw new Error(`${hash} not included (${JSON.stringify(seen)?.slice(0, 300)}):\n${logs}`);
+        }
+        if (!receipt) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(receipt.success).toBe(true);
+      const logs = await pub.getLogs({ address: ENTRY_POINT_V08, event: USER_OPERATION_EVENT, args: { userOpHash: hash }, fromBlock: 0n });
+      expect(logs).toHaveLength(1);
+    }
+    const byHash = await Promise.all(hashes.map((h) => call(instance, 'eth_getUserOperationByHash', [h])));
+    const txs = new Set(byHash.map((o) => o.transactionHash as string));
+    expect(Number(await pub.getTransactionCount({ address: DEV_ADDRESS as Address }))).toBe(txs.size);
+    return txs;
+  };
+  return { hold, config, call, signed, includedOnce };
+}
+
 describe.each(await databaseKinds())('kill -9 between acceptance and inclusion (%s)', (db) => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterAll(async () => {
@@ -29,71 +111,13 @@ describe.each(await databaseKinds())('kill -9 between acceptance and inclusion (
   });
 
   it('includes every accepted operation exactly once after restarts', async () => {
-    const anvil = await startAnvil();
-    cleanup.push(() => anvil.stop());
-    const chain = defineChain({
-      id: 31337,
-      name: 'anvil',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [anvil.url] } },
-    });
-    const pub = createPublicClient({ chain, transport: http(anvil.url), pollingInterval: 50 });
-    const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
-    await placeCanonicalContracts(anvil.url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
-    const wallet = createWalletClient({
-      chain,
-      transport: http(anvil.url),
-      account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }),
-      pollingInterval: 50,
-    });
-    await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: PM.to, data: PM.data }) });
-    await pub.waitForTransactionReceipt({
-      hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
-    });
-    const target = (await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ data: '0x63335f55005f526004601cf3' }) })).contractAddress!;
-
-    // Broadcasts go through a proxy that can hold them (never answered, never forwarded).
-    const hold = { on: false, held: 0 };
-    const proxy = await startProxy(anvil.url, async (body, forward) => {
-      if (hold.on && body.includes('eth_sendRawTransaction')) {
-        hold.held++;
-        return null;
-      }
-      return forward();
-    });
-    cleanup.push(() => proxy.close());
+    const { hold, config, call, signed, includedOnce } = await gaslessChain(cleanup);
     const dir = await mkdtemp(path.join(tmpdir(), 'relayer-gasless-kill-'));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     const database = db === 'postgres' ? await createTestDatabase() : undefined;
     if (database) cleanup.push(() => database.drop());
-    await writeFile(
-      path.join(dir, 'config.json'),
-      JSON.stringify(evmConfig(proxy.url, { relayer: { policies: { user_operations: { paymaster: { address: PM.address } } } } })),
-    );
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
     const env = { CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: 'gasless-kill', ...(database ? { DATABASE_URL: database.url } : {}) };
-
-    const call = async (instance: Instance, method: string, params: unknown[]) => {
-      const res = await instance.request('POST', BUNDLER, { jsonrpc: '2.0', id: 1, method, params });
-      const body = (await res.json()) as { result?: any; error?: { message: string } };
-      if (body.error) throw new Error(`${method}: ${body.error.message}`);
-      return body.result;
-    };
-    /** A fresh EIP-7702 user's operation, prepared through `instance`'s bundler and signed. */
-    const signed = async (instance: Instance) => {
-      const owner = privateKeyToAccount(generatePrivateKey());
-      const account = await toSimple7702SmartAccount({ client: pub, owner });
-      const authorization = await owner.signAuthorization({ address: SIMPLE_7702_ACCOUNT, chainId: chain.id, nonce: 0 });
-      const bundler = createBundlerClient({
-        account,
-        client: pub,
-        chain,
-        paymaster: true,
-        transport: http(instance.url + BUNDLER, { retryCount: 0, fetchOptions: { headers: { authorization: `Bearer ${API_KEY}` } } }),
-      });
-      const prepared = await bundler.prepareUserOperation({ calls: [{ to: target, data: '0x' }], authorization });
-      const op = { ...prepared, signature: await account.signUserOperation(prepared as never) } as UserOperation<'0.8'>;
-      return formatUserOperationRequest(op);
-    };
     const hashes: Hex[] = [];
 
     // 1: killed right after it answered the acceptance.
@@ -117,23 +141,38 @@ describe.each(await databaseKinds())('kill -9 between acceptance and inclusion (
     hold.on = false;
     instance = await startInstance(env);
     expect(await call(instance, 'eth_sendUserOperation', [more[0], ENTRY_POINT_V08])).toBe(hashes[1]);
-
-    for (const hash of hashes) {
-      let receipt: any = null;
-      for (const deadline = Date.now() + 60_000; !receipt; ) {
-        receipt = await call(instance, 'eth_getUserOperationReceipt', [hash]);
-        if (!receipt && Date.now() > deadline) throw new Error(`${hash} not included:\n${instance.output()}`);
-        if (!receipt) await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(receipt.success).toBe(true);
-      const logs = await pub.getLogs({ address: ENTRY_POINT_V08, event: USER_OPERATION_EVENT, args: { userOpHash: hash }, fromBlock: 0n });
-      expect(logs).toHaveLength(1);
-    }
-    const byHash = await Promise.all(hashes.map((h) => call(instance, 'eth_getUserOperationByHash', [h])));
-    expect(byHash.every((o) => o?.transactionHash)).toBe(true);
-    // Each bundle went out once: the relayer's account moved by exactly its transactions' count.
-    const txs = new Set(byHash.map((o) => o.transactionHash as string));
-    expect(Number(await pub.getTransactionCount({ address: DEV_ADDRESS as Address }))).toBe(txs.size);
+    await includedOnce(instance, hashes);
     await instance.stop();
+  }, 240_000);
+});
+
+describe.runIf(await postgresReachable())('two instances bundling one relayer', () => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    while (cleanup.length) await cleanup.pop()!().catch(() => {});
+  });
+
+  it('operations sent to both are each included once, each bundle sent once', async () => {
+    const { config, call, signed, includedOnce } = await gaslessChain(cleanup);
+    const dir = await mkdtemp(path.join(tmpdir(), 'relayer-gasless-two-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const database = await createTestDatabase();
+    cleanup.push(() => database.drop());
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify(config));
+    const env = (id: string) => ({ CONFIG_PATH: path.join(dir, 'config.json'), DATA_DIR: dir, INSTANCE_ID: id, DATABASE_URL: database.url });
+    const a = await startInstance(env('a'));
+    cleanup.push(() => a.stop());
+    const b = await startInstance(env('b'));
+    cleanup.push(() => b.stop());
+    const ops = await Promise.all(Array.from({ length: 8 }, (_, i) => signed(i % 2 ? b : a)));
+    // Each sent to both at once: both instances see them pending and race to bundle them.
+    const hashes = await Promise.all(
+      ops.map(async (op) => {
+        const [x, y] = await Promise.all([call(a, 'eth_sendUserOperation', [op, ENTRY_POINT_V08]), call(b, 'eth_sendUserOperation', [op, ENTRY_POINT_V08])]);
+        expect(x).toBe(y);
+        return x as Hex;
+      }),
+    );
+    await includedOnce(a, hashes, [b]);
   }, 240_000);
 });

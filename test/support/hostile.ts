@@ -17,6 +17,8 @@ export interface Hostile {
   headers: Record<string, string>;
   body?: string;
   kind: string;
+  /** A JSON-RPC route (the bundler): it refuses what the body says in JSON-RPC, not in the envelope. */
+  jsonRpc?: boolean;
 }
 
 /** The body limit the fuzzed service runs with (MAX_BODY_BYTES), so "too large" bodies stay cheap. */
@@ -98,6 +100,7 @@ export function hostileFor(r: Route): fc.Arbitrary<Hostile> | null {
       headers,
       body: text,
       kind,
+      ...(r.body?.text ? { jsonRpc: true } : {}),
     });
     if (strings.length) {
       kinds.push(fc.tuple(fc.constantFrom(...strings), bad).map(([at, b]) => body(JSON.stringify(setAt(example, at, b)), 'text field')));
@@ -121,8 +124,22 @@ export function hostileFor(r: Route): fc.Arbitrary<Hostile> | null {
   return kinds.length ? fc.oneof(...kinds) : null;
 }
 
-/** How a refusal must look: 400/413/415 in the error envelope. Returns the problem, or null. */
-export function refusalProblem(status: number, contentType: string | null, text: string): string | null {
+/**
+ * How a refusal must look: 400/413/415 in the error envelope; on a JSON-RPC route, a body it
+ * reads is refused by a 200 whose every answer is a JSON-RPC error. Returns the problem, or null.
+ */
+export function refusalProblem(status: number, contentType: string | null, text: string, jsonRpc = false): string | null {
+  if (jsonRpc && status === 200) {
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return 'not JSON';
+    }
+    const answers = Array.isArray(body) ? body : [body];
+    const refused = answers.every((a) => a?.jsonrpc === '2.0' && typeof a.error?.code === 'number' && typeof a.error.message === 'string' && !('result' in a));
+    return refused ? null : 'not a JSON-RPC error';
+  }
   if (![400, 413, 415].includes(status)) return `status ${status}`;
   if (!contentType?.startsWith('application/json')) return `content type ${contentType}`;
   let body: any;
@@ -177,7 +194,7 @@ export async function runHostile(o: {
           new Request(`http://relayer.test${h.path}`, { method: h.method, headers: { authorization: `Bearer ${o.apiKey}`, ...h.headers }, body: h.body }),
         );
         const text = await res.text();
-        const problem = refusalProblem(res.status, res.headers.get('content-type'), text);
+        const problem = refusalProblem(res.status, res.headers.get('content-type'), text, h.jsonRpc);
         if (problem && failures.length < 20)
           failures.push(`${h.kind}: ${h.method} ${h.path} -> ${problem}: ${text.slice(0, 200)} (body ${JSON.stringify(h.body?.slice(0, 120))})`);
       }),

@@ -1,4 +1,6 @@
 import { forbidden } from '../domain-error.js';
+import { parseJson } from '../../lib/json.js';
+import { textIssues } from '../../lib/validate.js';
 import type { Runtime } from '../runtime.js';
 import type { BundlerAnswer, BundlerOps } from './direct.js';
 import { checkCall, MAX_BATCH } from './rpc-rules.js';
@@ -16,7 +18,20 @@ export type BundlerReply = { jsonrpc: '2.0'; id: Id; result?: unknown; error?: {
 
 export const JSONRPC = { parse: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603 } as const;
 
-const reply = (id: Id, a: BundlerAnswer): BundlerReply => (a.ok ? { jsonrpc: '2.0', id, result: a.result } : { jsonrpc: '2.0', id, error: a.error });
+// Control characters (NUL among them) and lone surrogates (with u, one of a pair is not matched),
+// which no answer of ours carries (a revert reason from the chain may).
+const UNSAFE = /[\p{Cc}\p{Cs}]/gu;
+
+/** A value with every string made safe to answer (U+FFFD for what is not). */
+function clean(v: unknown): unknown {
+  if (typeof v === 'string') return v.replace(UNSAFE, '\uFFFD');
+  if (Array.isArray(v)) return v.map(clean);
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), clean(x)]));
+  return v;
+}
+
+const reply = (id: Id, a: BundlerAnswer): BundlerReply =>
+  a.ok ? { jsonrpc: '2.0', id, result: a.result } : { jsonrpc: '2.0', id, error: clean(a.error) as BundlerReply['error'] };
 const fail = (code: number, message: string, data?: unknown): BundlerAnswer => ({
   ok: false,
   error: { code, message, ...(data !== undefined ? { data } : {}) },
@@ -26,10 +41,14 @@ const fail = (code: number, message: string, data?: unknown): BundlerAnswer => (
 export function readBundlerBody(text: string): { batch: boolean; calls: unknown[] } | { answer: BundlerReply } {
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    // As every body is read: no integer taken from an inexact number, a bound on nesting.
+    body = parseJson(text);
   } catch (e) {
-    return { answer: reply(null, fail(JSONRPC.parse, `Parse error: ${(e as Error).message}`)) };
+    return { answer: reply(null, fail(JSONRPC.parse, `Parse error: ${e instanceof RangeError ? e.message : 'not JSON'}`)) };
   }
+  const issues: string[] = [];
+  textIssues(body, '', issues);
+  if (issues.length) return { answer: reply(null, fail(JSONRPC.invalidRequest, `Invalid request: ${issues.join('; ')}`)) };
   if (Array.isArray(body)) {
     if (body.length === 0) return { answer: reply(null, fail(JSONRPC.invalidRequest, 'Invalid request: an empty batch')) };
     if (body.length > MAX_BATCH) return { answer: reply(null, fail(JSONRPC.invalidRequest, `Invalid request: a batch of at most ${MAX_BATCH} calls`)) };
