@@ -29,6 +29,13 @@ import { NEWEST, readPageFromEnds, TRANSACTION_COLUMNS } from './store.js';
 export const MARK_EVERY = 128;
 /** The anchor's depth below the newest row: rows added later than this far down retake the marks. */
 export const ANCHOR_DEPTH = 512;
+/**
+ * Marks that must be taken again having served fewer pages than this (a list that rows keep
+ * leaving: pending, sent) are let go instead, for CHURN_REST_MS: its pages are read from the list's
+ * ends meanwhile, rather than paying a scan of the whole list for marks that would not last.
+ */
+const CHURN_PAGES = 4;
+const CHURN_REST_MS = 2000;
 /** Lists whose marks were not used for this long are let go. */
 const IDLE_MS = 10 * 60_000;
 
@@ -55,6 +62,10 @@ interface List {
   marks: Marks | null;
   /** A retaking or check of the marks under way: others wait for it rather than run their own. */
   busy: Promise<void> | null;
+  /** Pages read from the marks since they were taken. */
+  served: number;
+  /** Marks that were let go having served fewer than CHURN_PAGES pages are not taken again before this time. */
+  restUntil: number;
 }
 
 const LISTS = slot('transaction page marks', () => new ExpiringMap<string, List>(IDLE_MS, { touch: true }));
@@ -63,8 +74,8 @@ const LISTS = slot('transaction page marks', () => new ExpiringMap<string, List>
  * The statements of one kind of list: a relayer's whole list, or one status of it. Statements of a
  * filtered list take the status as their last parameter. Besides its length, each reads how many
  * rows ever left the list (as text: it only grows): for a status, `gone` (a status change, a
- * deletion), for the whole list, `removed` (a deletion), both kept by the same triggers as the
- * lengths (migration 20261207190414_transaction_counts_gone).
+ * deletion, a move to another relayer), for the whole list, `removed` (a deletion or a move), both
+ * kept by the same triggers as the lengths (migration 20261207190414_transaction_counts_gone).
  */
 function statements(filtered: boolean) {
   const list = (status: number) => `relayer_id = $1${filtered ? ` AND status = $${status}::"TransactionStatus"` : ''}`;
@@ -117,10 +128,10 @@ export async function readPage(rt: Runtime, relayerId: string, status: Status | 
   // Near the top a page is as cheap read from there.
   if (skip < ANCHOR_DEPTH + MARK_EVERY) return readPageFromEnds(rt, relayerId, status, skip, take);
   const lists = rt.state(LISTS);
-  const list = lists.getOrCreate(status ? `${relayerId}\u0000${status}` : relayerId, () => ({ marks: null, busy: null }));
+  const list = lists.getOrCreate(status ? `${relayerId}\u0000${status}` : relayerId, () => ({ marks: null, busy: null, served: 0, restUntil: 0 }));
   const sql = status ? FILTERED : WHOLE;
   const extra = (m: Marks) => [m.gone, ...(status ? [status] : [])];
-  for (let tries = 0; tries < 3; tries++) {
+  for (let tries = 0; tries < 3 && list.restUntil <= Date.now(); tries++) {
     if (!list.marks) await settle(list, () => takeMarks(rt, relayerId, status, list));
     const m = list.marks;
     if (!m || skip >= m.n) break;
@@ -132,7 +143,10 @@ export async function readPage(rt: Runtime, relayerId: string, status: Status | 
       prepare: true,
     });
     // The page is never empty when the check passed (skip < n).
-    if (rows.length > 0) return rows;
+    if (rows.length > 0) {
+      list.served++;
+      return rows;
+    }
     await settle(list, () => (list.marks === m ? checkMarks(rt, relayerId, status, list, m) : Promise.resolve()));
   }
   return readPageFromEnds(rt, relayerId, status, skip, take);
@@ -169,6 +183,7 @@ async function takeMarks(rt: Runtime, relayerId: string, status: Status | null |
   const found = rows.filter((r) => r.rank !== null) as { rank: number; at: string; id: string }[];
   const anchor = found.find((r) => r.rank === n - 1 - ANCHOR_DEPTH);
   const marks = found.filter((r) => r !== anchor || r.rank % MARK_EVERY === 0);
+  list.served = 0;
   // A list too short for an anchor has its pages read from its ends.
   list.marks = anchor
     ? {
@@ -194,8 +209,14 @@ async function checkMarks(rt: Runtime, relayerId: string, status: Status | null 
     { prepare: true },
   );
   const { n, gone, c } = rows[0];
-  // Rows left the list, or came below the anchor: the marks are taken again.
-  if (n <= m.n || gone !== m.gone || c - m.above !== n - m.n) return takeMarks(rt, relayerId, status, list);
+  // Rows left the list, or came below the anchor: the marks are taken again, or let go a while if
+  // they hardly served.
+  if (n <= m.n || gone !== m.gone || c - m.above !== n - m.n) {
+    if (list.served >= CHURN_PAGES) return takeMarks(rt, relayerId, status, list);
+    list.marks = null;
+    list.restUntil = Date.now() + CHURN_REST_MS;
+    return;
+  }
   const found = rows.filter((r) => r.depth !== null) as { depth: number; at: string; id: string }[];
   const anchor = found.find((r) => r.depth === ANCHOR_DEPTH);
   const added = found.filter((r) => r.depth >= ANCHOR_DEPTH && (n - 1 - r.depth) % MARK_EVERY === 0);
