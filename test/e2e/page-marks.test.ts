@@ -193,6 +193,21 @@ describe.each(await databaseKinds())('pages of a status from marks on %s', (db) 
     await expectExact();
   });
 
+  it('answers exactly while a row leaves the status before every read (marks let go, then taken again)', async () => {
+    await expectExact();
+    // One deep page a change: marks retaken serve one page each, so they are let go a while.
+    for (let i = 0; i < 8; i++) {
+      await move('failed', await at('confirmed', 900 + 37 * i));
+      const expected = await svc.rt.db.query<{ id: string }>(
+        `SELECT id FROM transactions WHERE relayer_id = $1 AND status = 'confirmed' ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 1000`,
+        [RELAYER],
+      );
+      const page = await envelope(await svc.request('GET', `/api/v1/relayers/${RELAYER}/transactions?page=51&per_page=20&status=confirmed`));
+      expect((page.data as { id: string }[]).map((t) => t.id)).toEqual(expected.map((r) => r.id));
+    }
+    await expectExact();
+  });
+
   it('answers exactly when rows of a status are inserted and deleted between reads', async () => {
     await expectExact();
     await sql(seed('n', 5, '2022-01-01'));
