@@ -177,25 +177,26 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const take = rows.filter((r) => !seen.has(r.sender) && seen.add(r.sender)).slice(0, MAX_BUNDLE);
   if (take.length === 0) return false;
   const items: BundleItem[] = [];
-  const unreadable: OpChange[] = []; // and those whose window closes
+  /** Not bundled: windows closing, operations unreadable as stored. */
+  const skipped: OpChange[] = [];
   const validUntils = new Map<string, Date | null>();
   const now = Date.now();
   for (const r of take) {
     if (windowClosed(r.validUntil, now)) {
-      unreadable.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!) });
+      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!) });
       continue;
     }
     validUntils.set(r.id, r.validUntil);
     try {
       items.push({ id: r.id, op: readUserOp([r.operation, entryPoint], 'send').op });
     } catch (e) {
-      unreadable.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}` });
+      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}` });
     }
   }
   const from = relayer.address as Address;
   const { bundle, refused } = await prepare(ctx, version, items, from);
   const dropped = await changeOps(rt, relayer, [
-    ...unreadable,
+    ...skipped,
     ...refused,
     ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason })),
   ]);
