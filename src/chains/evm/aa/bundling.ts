@@ -117,8 +117,8 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
       const next = afterMiss(BigInt(op.nonce), await entryPointNonce(ctx, version, op.sender, BigInt(op.nonce)), why);
       // Free again but its window closing: it could not be bundled again in time.
       if (next.to === 'pending' && windowClosed(op.validUntil, Date.now()))
-        changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}` });
-      else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason } : { id: op.id, to: 'pending' });
+        changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}`, from: 'submitted' });
+      else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason, from: 'submitted' } : { id: op.id, to: 'pending' });
     }
   }
   const rows = await changeOps(rt, relayer, changes);
@@ -148,7 +148,7 @@ async function prepare(ctx: EvmContext, version: EntryPointVersion, items: Bundl
         good.push(item);
       } catch (alone) {
         if (!(alone instanceof UserOpError)) throw alone;
-        refused.push({ id: item.id, to: 'failed', reason: alone.message });
+        refused.push({ id: item.id, to: 'failed', reason: alone.message, from: 'pending' });
       }
     }
     return { bundle: await prepareBundle(ctx.rpc, version, good, from, from), refused };
@@ -183,14 +183,14 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const now = Date.now();
   for (const r of take) {
     if (windowClosed(r.validUntil, now)) {
-      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!) });
+      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!), from: 'pending' });
       continue;
     }
     validUntils.set(r.id, r.validUntil);
     try {
       items.push({ id: r.id, op: readUserOp([r.operation, entryPoint], 'send').op });
     } catch (e) {
-      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}` });
+      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}`, from: 'pending' });
     }
   }
   const from = relayer.address as Address;
@@ -198,7 +198,7 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const dropped = await changeOps(rt, relayer, [
     ...skipped,
     ...refused,
-    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason })),
+    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason, from: 'pending' })),
   ]);
   for (const _ of dropped) rt.metrics.userOperations.inc({ relayer_id: relayer.id, outcome: 'failed' });
   if (bundle.items.length === 0) return dropped.length > 0;

@@ -13,7 +13,11 @@ export function publishOps(rt: Runtime, rows: UserOpRow[]): void {
   }
 }
 
-export type OpChange = { id: string; to: 'included'; receipt: UserOpReceipt } | { id: string; to: 'failed'; reason: string } | { id: string; to: 'pending' };
+export type OpChange =
+  | { id: string; to: 'included'; receipt: UserOpReceipt }
+  /** `from`: only from that status (else from pending or submitted). */
+  | { id: string; to: 'failed'; reason: string; from?: 'pending' | 'submitted' }
+  | { id: string; to: 'pending' };
 
 /**
  * Makes the changes in one database transaction, with the webhook of each inclusion or failure;
@@ -30,7 +34,7 @@ export async function changeOps(rt: Runtime, relayer: Pick<Relayer, 'id' | 'noti
         c.to === 'included'
           ? Number(!!(await markIncluded(db, c.id, c.receipt)))
           : c.to === 'failed'
-            ? await markFailed(db, [c.id], c.reason)
+            ? await markFailed(db, [c.id], c.reason, c.from ? [c.from] : undefined)
             : await markPending(db, [c.id]);
       if (n) changed.push(c.id);
     }

@@ -67,10 +67,14 @@ export async function markSubmitted(db: Db, ids: string[], transactionId: string
   return count;
 }
 
-/** Ends operations that will not be included, with why. Included ones stay included. */
-export async function markFailed(db: Db, ids: string[], reason: string): Promise<number> {
+/**
+ * Ends operations that will not be included, with why. Included ones stay included; with `from`
+ * only those still in that status change (bundling drops pending ones: if another instance has
+ * bundled one since it was read, its bundle decides).
+ */
+export async function markFailed(db: Db, ids: string[], reason: string, from: ('pending' | 'submitted')[] = ['pending', 'submitted']): Promise<number> {
   const { count } = await db.prisma.userOperation.updateMany({
-    where: { id: { in: ids }, status: { in: ['pending', 'submitted'] } },
+    where: { id: { in: ids }, status: { in: from } },
     data: { status: 'failed', statusReason: reason },
   });
   return count;

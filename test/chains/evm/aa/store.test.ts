@@ -148,4 +148,10 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
     expect(await reviveUserOp(db, row.id, o, limit)).toEqual({ throttled: 1 });
     expect(await userOpByHash(db, 31337, o.hash)).toMatchObject({ status: 'failed', statusReason: 'again' });
   });
+  it("bundling's drop of an operation read as pending leaves it once another instance has bundled it", async () => {
+    const { row } = await keepUserOp(db, op());
+    expect(await markSubmitted(db, [row.id], txId)).toBe(1);
+    expect(await markFailed(db, [row.id], 'AA25 invalid account nonce', ['pending'])).toBe(0);
+    expect(await userOpByHash(db, 31337, row.hash)).toMatchObject({ status: 'submitted', statusReason: null, transactionId: txId });
+  });
 });
