@@ -13,7 +13,7 @@ import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { entryPointAbi, estimateGas, judgeValidation, simulateValidation, windowEnd } from './simulate.js';
+import { entryPointAbi, estimateGas, judgeValidation, simulateValidation, windowEnd, type Validation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { keepUserOp, keepUserOpWithin, reviveUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
@@ -88,9 +88,17 @@ async function sendUserOperation(c: Call): Promise<Hex> {
   const row0 = settled(known);
   const again = row0 && row0.entryPoint === entryPoint.toLowerCase() ? row0 : null;
   if (again && again.status !== 'failed') return hash;
-  settled(authorization);
-  const v = settled(validation);
-  judgeValidation(v, nowS());
+  let v: Validation;
+  try {
+    settled(authorization);
+    v = settled(validation);
+    judgeValidation(v, nowS());
+  } catch (e) {
+    // Refused now, perhaps because its first copy (another instance's, at once) was already bundled: that one's answer.
+    const now = !again && e instanceof UserOpError ? await userOpByHash(db, c.ctx.chainId, hash) : null;
+    if (now && now.entryPoint === entryPoint.toLowerCase() && now.status !== 'failed') return hash;
+    throw e;
+  }
   const max = c.policy.sponsorship?.max_operations_per_sender_per_hour;
   const limit = max !== undefined ? { max, since: new Date(Date.now() - 3_600_000) } : undefined;
   const kept = { relayerId: c.relayer.id, sender: op.sender, operation: userOpJson(op), validUntil: windowEnd(v) };
