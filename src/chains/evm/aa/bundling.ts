@@ -33,6 +33,8 @@ const BUNDLER = slot('evm bundler', (): { wake?: () => void } => ({}));
 export const wakeBundler = (rt: Runtime) => rt.state(BUNDLER).wake?.();
 
 const ENDED = ['failed', 'expired', 'canceled'];
+/** Bundling's drops: of operations still pending. */
+const PENDING = { status: 'pending' } as const;
 
 type Receipt = { status: Hex; transactionHash: Hex; blockNumber: Hex; blockHash: Hex; logs: Log[] };
 
@@ -115,10 +117,11 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
           ? `its bundle ${receipt.transactionHash} ${success ? 'did not include it' : 'reverted'}`
           : `its bundle transaction ended ${tx.status} without being mined`;
       const next = afterMiss(BigInt(op.nonce), await entryPointNonce(ctx, version, op.sender, BigInt(op.nonce)), why);
+      const only = { status: 'submitted' as const, transactionId: op.transactionId };
       // Free again but its window closing: it could not be bundled again in time.
       if (next.to === 'pending' && windowClosed(op.validUntil, Date.now()))
-        changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}`, from: 'submitted' });
-      else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason, from: 'submitted' } : { id: op.id, to: 'pending' });
+        changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}`, only });
+      else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason, only } : { id: op.id, to: 'pending', only });
     }
   }
   const rows = await changeOps(rt, relayer, changes);
@@ -148,7 +151,7 @@ async function prepare(ctx: EvmContext, version: EntryPointVersion, items: Bundl
         good.push(item);
       } catch (alone) {
         if (!(alone instanceof UserOpError)) throw alone;
-        refused.push({ id: item.id, to: 'failed', reason: alone.message, from: 'pending' });
+        refused.push({ id: item.id, to: 'failed', reason: alone.message, only: PENDING });
       }
     }
     return { bundle: await prepareBundle(ctx.rpc, version, good, from, from), refused };
@@ -183,14 +186,14 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const now = Date.now();
   for (const r of take) {
     if (windowClosed(r.validUntil, now)) {
-      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!), from: 'pending' });
+      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!), only: PENDING });
       continue;
     }
     validUntils.set(r.id, r.validUntil);
     try {
       items.push({ id: r.id, op: readUserOp([r.operation, entryPoint], 'send').op });
     } catch (e) {
-      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}`, from: 'pending' });
+      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}`, only: PENDING });
     }
   }
   const from = relayer.address as Address;
@@ -198,7 +201,7 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const dropped = await changeOps(rt, relayer, [
     ...skipped,
     ...refused,
-    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason, from: 'pending' })),
+    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason, only: PENDING })),
   ]);
   for (const _ of dropped) rt.metrics.userOperations.inc({ relayer_id: relayer.id, outcome: 'failed' });
   if (bundle.items.length === 0) return dropped.length > 0;

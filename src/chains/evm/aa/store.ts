@@ -68,22 +68,28 @@ export async function markSubmitted(db: Db, ids: string[], transactionId: string
 }
 
 /**
- * Ends operations that will not be included, with why. Included ones stay included; with `from`
- * only those still in that status change (bundling drops pending ones: if another instance has
- * bundled one since it was read, its bundle decides).
+ * Which rows a change may move, beyond its usual statuses: those still pending (bundling drops
+ * operations it read as pending: if another instance bundled one since, its bundle decides), or
+ * still submitted in the bundle settled (not one another instance has put it in since).
  */
-export async function markFailed(db: Db, ids: string[], reason: string, from: ('pending' | 'submitted')[] = ['pending', 'submitted']): Promise<number> {
+export type Only = { status: 'pending' } | { status: 'submitted'; transactionId: string | null };
+
+const where = (ids: string[], only: Only | undefined, statuses: ('pending' | 'submitted')[]) =>
+  only ? { id: { in: ids }, ...only } : { id: { in: ids }, status: { in: statuses } };
+
+/** Ends operations that will not be included, with why. Included ones stay included. */
+export async function markFailed(db: Db, ids: string[], reason: string, only?: Only): Promise<number> {
   const { count } = await db.prisma.userOperation.updateMany({
-    where: { id: { in: ids }, status: { in: from } },
+    where: where(ids, only, ['pending', 'submitted']),
     data: { status: 'failed', statusReason: reason },
   });
   return count;
 }
 
 /** Operations of a bundle that provably did not land (their nonce unused) wait for the next one. */
-export async function markPending(db: Db, ids: string[]): Promise<number> {
+export async function markPending(db: Db, ids: string[], only?: Extract<Only, { status: 'submitted' }>): Promise<number> {
   const { count } = await db.prisma.userOperation.updateMany({
-    where: { id: { in: ids }, status: 'submitted' },
+    where: where(ids, only, ['submitted']),
     data: { status: 'pending', transactionId: null, statusReason: null },
   });
   return count;

@@ -7,6 +7,7 @@ import {
   keepUserOpWithin,
   markFailed,
   markIncluded,
+  markPending,
   markSubmitted,
   pendingUserOps,
   reviveUserOp,
@@ -148,10 +149,15 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
     expect(await reviveUserOp(db, row.id, o, limit)).toEqual({ throttled: 1 });
     expect(await userOpByHash(db, 31337, o.hash)).toMatchObject({ status: 'failed', statusReason: 'again' });
   });
-  it("bundling's drop of an operation read as pending leaves it once another instance has bundled it", async () => {
+  it('a drop or a settlement read before another instance moved the operation leaves it', async () => {
     const { row } = await keepUserOp(db, op());
     expect(await markSubmitted(db, [row.id], txId)).toBe(1);
-    expect(await markFailed(db, [row.id], 'AA25 invalid account nonce', ['pending'])).toBe(0);
+    expect(await markFailed(db, [row.id], 'AA25 invalid account nonce', { status: 'pending' })).toBe(0);
     expect(await userOpByHash(db, 31337, row.hash)).toMatchObject({ status: 'submitted', statusReason: null, transactionId: txId });
+    // Settling another bundle (one it was in before) leaves it in this one.
+    const other = { status: 'submitted' as const, transactionId: crypto.randomUUID() };
+    expect(await markPending(db, [row.id], other)).toBe(0);
+    expect(await markFailed(db, [row.id], 'its bundle reverted', other)).toBe(0);
+    expect(await markPending(db, [row.id], { status: 'submitted', transactionId: txId })).toBe(1);
   });
 });
