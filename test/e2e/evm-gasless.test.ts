@@ -21,6 +21,7 @@ import {
   entryPoint07Abi,
   getUserOperationHash,
   toSimple7702SmartAccount,
+  toPackedUserOperation,
   toSmartAccount,
   type UserOperation,
 } from 'viem/account-abstraction';
@@ -33,7 +34,8 @@ import {
   SIMPLE_7702_ACCOUNT,
   SIMPLE_ACCOUNT_FACTORY_V07,
 } from '../../src/chains/evm/aa/canonical.js';
-import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { BUNDLE_MARGIN_MS } from '../../src/chains/evm/aa/bundling.js';
+import { approvalTypedData, paymasterData, paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
 import { keystores, localSigner } from '../chains/stellar/support.js';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
@@ -144,13 +146,24 @@ async function setPolicy(c: Ctx, userOperations: object | null) {
 }
 
 /** A 7702 operation prepared through the bundler route (stub data, estimate, paymaster data) and signed, not sent. */
-async function signedOp(c: Ctx, to: Address) {
-  const user = await fresh7702(c);
-  const bundler = bundlerClient(c, user.account);
-  const prepared = await bundler.prepareUserOperation({ calls: [{ to, data: '0x' }], authorization: user.authorization });
-  const signature = await user.account.signUserOperation(prepared as never);
+async function signedOp(c: Ctx, to: Address, user?: Awaited<ReturnType<typeof fresh7702>>, opts: { nonce?: bigint; approvalUntil?: number } = {}) {
+  const u = user ?? (await fresh7702(c));
+  const bundler = bundlerClient(c, u.account);
+  const prepared = (await bundler.prepareUserOperation({
+    calls: [{ to, data: '0x' }],
+    authorization: u.authorization,
+    ...(opts.nonce !== undefined ? { nonce: opts.nonce } : {}),
+  })) as UserOperation<'0.8'>;
+  if (opts.approvalUntil !== undefined) {
+    // The paymaster's approval with a window of the test's choosing, signed by the relayer's key as the relayer would.
+    const w = { validUntil: opts.approvalUntil, validAfter: 0 };
+    const packed = toPackedUserOperation({ ...prepared, paymasterData: '0x' });
+    const approval = await mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC).signTypedData(approvalTypedData(packed, prepared.paymaster!, c.chain.id, w));
+    prepared.paymasterData = paymasterData(w, approval);
+  }
+  const signature = await u.account.signUserOperation(prepared as never);
   const op = { ...prepared, signature } as UserOperation<'0.8'>;
-  return { ...user, op, json: formatUserOperationRequest(op) };
+  return { ...u, op, json: formatUserOperationRequest(op) };
 }
 
 const rowsOf = (c: Ctx) => c.svc.rt.db.prisma.userOperation.count();
@@ -500,4 +513,148 @@ describe.each(await databaseKinds())('operations accepted while no worker runs (
     const events = (await c.svc.rt.db.prisma.delivery.findMany({ where: { event: 'user_operation_update' } })).map((x) => JSON.parse(x.body).payload);
     expect(events.find((e) => e.hash === hashes[1])).toMatchObject({ status: 'failed', status_reason: 'AA25 invalid account nonce' });
   }, 90_000);
+});
+
+const opEvents = (c: Ctx, hash: string) =>
+  c.pub.getLogs({
+    address: ENTRY_POINT_V08,
+    event: parseAbi([
+      'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
+    ])[0],
+    args: { userOpHash: hash as Hex },
+    fromBlock: 0n,
+  });
+
+const opsOf = async (c: Ctx, sender: string) =>
+  (await c.svc.rt.db.prisma.userOperation.findMany()).filter((r) => r.sender.toLowerCase() === sender.toLowerCase());
+
+describe.each(await databaseKinds())('an operation that failed, sent again (%s)', (db) => {
+  // A paymaster whose owner is someone else (it can drain the deposit without the relayer's key); the relayer signs its approvals.
+  const OWNER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 });
+  const PM = paymasterDeployment(ENTRY_POINT_V08, OWNER.address, DEV_ADDRESS);
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM.address } }, false);
+    const wallet = createWalletClient({ chain: c.chain, transport: http(c.svc.anvil!.url), account: OWNER });
+    await c.pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: PM.to, data: PM.data }) });
+    await c.pub.waitForTransactionReceipt({
+      hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
+    });
+  }, 120_000);
+  afterAll(() => c?.svc.stop());
+
+  it('is refused with the ERC code while it would still fail, and accepted again in its row once it would not', async () => {
+    const x = await signedOp(c, c.recorder);
+    const hash = await rpcOk(c, 'eth_sendUserOperation', [x.json, ENTRY_POINT_V08]);
+    const { id } = await waitOp(c, hash, 'pending');
+    // The paymaster's deposit drained before it is bundled: bundling drops it (AA31).
+    const wallet = createWalletClient({ chain: c.chain, transport: http(c.svc.anvil!.url), account: OWNER });
+    const all = await deposit(c, PM.address);
+    await c.pub.waitForTransactionReceipt({
+      hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'withdrawTo', args: [OWNER.address, all] }),
+    });
+    c.svc = await c.svc.restart({}, true);
+    const failed = await waitOp(c, hash, 'failed');
+    expect(failed.statusReason).toMatch(/^AA31/);
+    const txs = await txCount(c);
+
+    // Sent again while the deposit is empty: simulation refuses it (the paymaster's code); it stays failed.
+    expect(await rpcError(c, 'eth_sendUserOperation', [x.json, ENTRY_POINT_V08])).toMatchObject({ code: -32501, message: expect.stringMatching(/AA31/) });
+    expect(await waitOp(c, hash, 'failed')).toMatchObject({ id, statusReason: failed.statusReason });
+
+    // Funded again: sent twice at once, both answer its hash; its one row goes back to pending and is included once.
+    await c.pub.waitForTransactionReceipt({
+      hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
+    });
+    const { body } = await callBundler(
+      c,
+      [0, 1].map((i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [x.json, ENTRY_POINT_V08] })),
+    );
+    expect(body.map((b: any) => b.result)).toEqual([hash, hash]);
+    const included = await waitOp(c, hash, 'included');
+    expect(included.id).toBe(id);
+    expect(included.statusReason).toBeNull();
+    expect(await opsOf(c, x.owner.address)).toHaveLength(1);
+    expect(await txCount(c)).toBe(txs + 1);
+    expect(await rpcOk(c, 'eth_sendUserOperation', [x.json, ENTRY_POINT_V08])).toBe(hash);
+    expect(await opEvents(c, hash)).toHaveLength(1);
+    expect(await callerOf(c, c.recorder)).toBe(x.owner.address.toLowerCase());
+  }, 120_000);
+
+  it('the per-sender limit holds for operations sent at once: of 5 from one sender with a limit of 2, 2 are kept', async () => {
+    await setPolicy(c, { paymaster: { address: PM.address }, sponsorship: { max_operations_per_sender_per_hour: 2 } });
+    try {
+      const user = await fresh7702(c);
+      // Five operations of one sender, each with its own nonce key (all valid at once).
+      const ops = await Promise.all([1n, 2n, 3n, 4n, 5n].map((k) => signedOp(c, c.recorder, user, { nonce: k << 64n })));
+      const { body } = await callBundler(
+        c,
+        ops.map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+      );
+      expect(body.filter((b: any) => b.result)).toHaveLength(2);
+      expect(body.filter((b: any) => b.error).map((b: any) => [b.error.code, b.error.message])).toEqual(
+        Array.from({ length: 3 }, () => [
+          -32504,
+          expect.stringMatching(/sent 2 operations in the last hour, the relayer's max_operations_per_sender_per_hour is 2/),
+        ]),
+      );
+      expect(await opsOf(c, user.owner.address)).toHaveLength(2);
+    } finally {
+      await setPolicy(c, { paymaster: { address: PM.address } });
+    }
+  }, 90_000);
+});
+
+describe.each(await databaseKinds())("a bundle's valid_until and its operations' windows (%s)", (db) => {
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM08.address } });
+  }, 120_000);
+  afterAll(async () => {
+    await c?.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never }).catch(() => {});
+    await c?.svc.stop();
+  });
+
+  it('ends before the first window of its operations; not mined by then, it is replaced, and the operation whose window closed fails, never sent again', async () => {
+    // Approvals: 15 minutes (the relayer's own), and 45 s (signed here): the bundle of both must be mined 20 s before the shorter ends.
+    const approvalUntil = Math.floor(Date.now() / 1000) + 45;
+    const [long, short] = await Promise.all([signedOp(c, c.recorder), signedOp(c, c.other, undefined, { approvalUntil })]);
+    // Nothing is mined from now on (the bundle stays in the node's pool) until the test says so.
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    const { body } = await callBundler(
+      c,
+      [long, short].map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    const [longHash, shortHash] = body.map((b: any) => b.result as string);
+    const rowShort = await waitOp(c, shortHash!, 'submitted');
+    expect(rowShort.validUntil?.getTime()).toBe(approvalUntil * 1000);
+    expect((await waitOp(c, longHash!, 'submitted')).transactionId).toBe(rowShort.transactionId);
+    const bundle = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: rowShort.transactionId! } });
+    expect(bundle.validUntil?.getTime()).toBe(approvalUntil * 1000 - BUNDLE_MARGIN_MS);
+
+    // Past its valid_until the pipeline replaces it with a 0-value self-transfer: mined only then.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundle.id } });
+      const onNode = tx.hash ? await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null) : null;
+      if (onNode?.to?.toLowerCase() === DEV_ADDRESS.toLowerCase()) break;
+      if (Date.now() > deadline) throw new Error(`bundle ${tx.id} not replaced: ${tx.status} ${tx.statusReason}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(Date.now()).toBeGreaterThan(bundle.validUntil!.getTime());
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    await c.pub.request({ method: 'evm_mine' as never, params: [] as never });
+
+    const failed = await waitOp(c, shortHash!, 'failed');
+    expect(failed.statusReason).toMatch(/validity window ends at .*, too soon to be included/);
+    const included = await waitOp(c, longHash!, 'included');
+    expect(included.transactionId).not.toBe(bundle.id);
+    expect(await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundle.id } })).toMatchObject({ status: 'expired' });
+    // The short one was never on chain, nor its call; the long one once.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await opEvents(c, shortHash!)).toHaveLength(0);
+    expect(await opEvents(c, longHash!)).toHaveLength(1);
+    expect(await callerOf(c, c.other)).toBe(`0x${'0'.repeat(40)}`);
+    expect((await waitOp(c, shortHash!, 'failed')).transactionId).toBe(bundle.id);
+  }, 120_000);
 });

@@ -33,8 +33,29 @@ const BUNDLER = slot('evm bundler', (): { wake?: () => void } => ({}));
 export const wakeBundler = (rt: Runtime) => rt.state(BUNDLER).wake?.();
 
 const ENDED = ['failed', 'expired', 'canceled'];
+/** Bundling's drops: of operations still pending. */
+const PENDING = { status: 'pending' } as const;
 
 type Receipt = { status: Hex; transactionHash: Hex; blockNumber: Hex; blockHash: Hex; logs: Log[] };
+
+/**
+ * How long before an operation's validity ends its bundle transaction expires: the pipeline then
+ * replaces it (if sent) rather than have it mined late, reverting on chain at the relayer's cost.
+ */
+export const BUNDLE_MARGIN_MS = 20_000;
+
+/** Whether the operation's validity (`validUntil`, null: no end) ends too soon to go in a bundle now. */
+export const windowClosed = (validUntil: Date | null, now: number): boolean => !!validUntil && validUntil.getTime() - BUNDLE_MARGIN_MS <= now;
+
+/** The bundle transaction's valid_until: the service's default, or earlier, before the first of its operations' windows ends. */
+export function bundleValidUntil(validUntils: (Date | null)[], now: number): Date {
+  let until = now + DEFAULT_VALIDITY_MS;
+  for (const u of validUntils) if (u) until = Math.min(until, u.getTime() - BUNDLE_MARGIN_MS);
+  return new Date(until);
+}
+
+const closedReason = (validUntil: Date) =>
+  `its validity window ends at ${validUntil.toISOString()}, too soon to be included (bundles need ${BUNDLE_MARGIN_MS / 1000} s before it)`;
 
 /** What becomes of a submitted operation, from its sender's EntryPoint nonce: used by someone else, or free again. */
 export function afterMiss(opNonce: bigint, chainNonce: bigint, why: string): { to: 'failed'; reason: string } | { to: 'pending' } {
@@ -96,7 +117,11 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
           ? `its bundle ${receipt.transactionHash} ${success ? 'did not include it' : 'reverted'}`
           : `its bundle transaction ended ${tx.status} without being mined`;
       const next = afterMiss(BigInt(op.nonce), await entryPointNonce(ctx, version, op.sender, BigInt(op.nonce)), why);
-      changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason } : { id: op.id, to: 'pending' });
+      const only = { status: 'submitted' as const, transactionId: op.transactionId };
+      // Free again but its window closing: it could not be bundled again in time.
+      if (next.to === 'pending' && windowClosed(op.validUntil, Date.now()))
+        changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}`, only });
+      else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason, only } : { id: op.id, to: 'pending', only });
     }
   }
   const rows = await changeOps(rt, relayer, changes);
@@ -126,7 +151,7 @@ async function prepare(ctx: EvmContext, version: EntryPointVersion, items: Bundl
         good.push(item);
       } catch (alone) {
         if (!(alone instanceof UserOpError)) throw alone;
-        refused.push({ id: item.id, to: 'failed', reason: alone.message });
+        refused.push({ id: item.id, to: 'failed', reason: alone.message, only: PENDING });
       }
     }
     return { bundle: await prepareBundle(ctx.rpc, version, good, from, from), refused };
@@ -155,24 +180,35 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const take = rows.filter((r) => !seen.has(r.sender) && seen.add(r.sender)).slice(0, MAX_BUNDLE);
   if (take.length === 0) return false;
   const items: BundleItem[] = [];
-  const unreadable: OpChange[] = [];
+  /** Not bundled: windows closing, operations unreadable as stored. */
+  const skipped: OpChange[] = [];
+  const validUntils = new Map<string, Date | null>();
+  const now = Date.now();
   for (const r of take) {
+    if (windowClosed(r.validUntil, now)) {
+      skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!), only: PENDING });
+      continue;
+    }
+    validUntils.set(r.id, r.validUntil);
     try {
       items.push({ id: r.id, op: readUserOp([r.operation, entryPoint], 'send').op });
     } catch (e) {
-      unreadable.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}` });
+      skipped.push({ id: r.id, to: 'failed', reason: `unreadable as stored: ${(e as Error).message}`, only: PENDING });
     }
   }
   const from = relayer.address as Address;
   const { bundle, refused } = await prepare(ctx, version, items, from);
   const dropped = await changeOps(rt, relayer, [
-    ...unreadable,
+    ...skipped,
     ...refused,
-    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason })),
+    ...bundle.dropped.map((d): OpChange => ({ id: d.id, to: 'failed', reason: d.reason, only: PENDING })),
   ]);
   for (const _ of dropped) rt.metrics.userOperations.inc({ relayer_id: relayer.id, outcome: 'failed' });
   if (bundle.items.length === 0) return dropped.length > 0;
-  const validUntil = new Date(Date.now() + DEFAULT_VALIDITY_MS);
+  const validUntil = bundleValidUntil(
+    bundle.items.map((i) => validUntils.get(i.id) ?? null),
+    Date.now(),
+  );
   const payload: EvmPayload = {
     to: getAddress(entryPoint),
     value: '0',

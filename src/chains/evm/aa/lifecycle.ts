@@ -4,7 +4,7 @@
 import type { Relayer } from '../../../generated/prisma/client.js';
 import { emitUserOperationUpdate, writeWithEvents } from '../../../core/notifications/events.js';
 import type { Runtime } from '../../../core/runtime.js';
-import { markFailed, markIncluded, markPending, type UserOpReceipt, type UserOpRow } from './store.js';
+import { markFailed, markIncluded, markPending, type Only, type UserOpReceipt, type UserOpRow } from './store.js';
 
 export function publishOps(rt: Runtime, rows: UserOpRow[]): void {
   for (const row of rows) {
@@ -13,7 +13,10 @@ export function publishOps(rt: Runtime, rows: UserOpRow[]): void {
   }
 }
 
-export type OpChange = { id: string; to: 'included'; receipt: UserOpReceipt } | { id: string; to: 'failed'; reason: string } | { id: string; to: 'pending' };
+export type OpChange =
+  | { id: string; to: 'included'; receipt: UserOpReceipt }
+  | { id: string; to: 'failed'; reason: string; only?: Only }
+  | { id: string; to: 'pending'; only?: Extract<Only, { status: 'submitted' }> };
 
 /**
  * Makes the changes in one database transaction, with the webhook of each inclusion or failure;
@@ -30,8 +33,8 @@ export async function changeOps(rt: Runtime, relayer: Pick<Relayer, 'id' | 'noti
         c.to === 'included'
           ? Number(!!(await markIncluded(db, c.id, c.receipt)))
           : c.to === 'failed'
-            ? await markFailed(db, [c.id], c.reason)
-            : await markPending(db, [c.id]);
+            ? await markFailed(db, [c.id], c.reason, c.only)
+            : await markPending(db, [c.id], c.only);
       if (n) changed.push(c.id);
     }
     const rows = await out.db.userOperation.findMany({ where: { id: { in: changed } } });

@@ -13,9 +13,9 @@ import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { entryPointAbi, estimateGas, judgeValidation, simulateValidation } from './simulate.js';
+import { entryPointAbi, estimateGas, judgeValidation, simulateValidation, windowEnd, type Validation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
-import { countSenderOps, keepUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
+import { keepUserOp, keepUserOpWithin, reviveUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
 
 const METHODS: Record<string, 'read' | 'write'> = {
@@ -79,30 +79,44 @@ async function sendUserOperation(c: Call): Promise<Hex> {
   const hash = await hashOf(c.ctx, op, version);
   const db = c.rt.db;
   // The reads the checks need, at once (the answer waits on the slowest, not on their sum).
-  const [known, authorization, sent, validation] = await Promise.allSettled([
+  const [known, authorization, validation] = await Promise.allSettled([
     userOpByHash(db, c.ctx.chainId, hash),
     op.authorization ? accountNonce(c.ctx, op.sender).then((n) => checkAuthorization(op, c.ctx.chainId, n)) : undefined,
-    c.policy.sponsorship?.max_operations_per_sender_per_hour !== undefined ? countSenderOps(db, c.relayer.id, op.sender, new Date(Date.now() - 3_600_000)) : 0,
     simulateValidation(c.ctx.rpc, op, version),
   ]);
-  // The same operation again: the same answer, nothing new (whatever happened to it since).
+  // The same operation again: the same answer, nothing new; unless it failed, when it is considered again.
   const row0 = settled(known);
-  if (row0 && row0.entryPoint === entryPoint.toLowerCase()) return hash;
-  settled(authorization);
-  checkSenderRate(c.policy, settled(sent));
-  judgeValidation(settled(validation), nowS());
-  const { row, created } = await keepUserOp(db, {
-    relayerId: c.relayer.id,
-    chainId: c.ctx.chainId,
-    entryPoint,
-    hash,
-    sender: op.sender,
-    nonce: op.nonce,
-    operation: userOpJson(op),
-  });
-  if (created) {
+  const again = row0 && row0.entryPoint === entryPoint.toLowerCase() ? row0 : null;
+  if (again && again.status !== 'failed') return hash;
+  let v: Validation;
+  try {
+    settled(authorization);
+    v = settled(validation);
+    judgeValidation(v, nowS());
+  } catch (e) {
+    // Refused now, perhaps because its first copy (another instance's, at once) was already bundled: that one's answer.
+    const now = !again && e instanceof UserOpError ? await userOpByHash(db, c.ctx.chainId, hash) : null;
+    if (now && now.entryPoint === entryPoint.toLowerCase() && now.status !== 'failed') return hash;
+    throw e;
+  }
+  const max = c.policy.sponsorship?.max_operations_per_sender_per_hour;
+  const limit = max !== undefined ? { max, since: new Date(Date.now() - 3_600_000) } : undefined;
+  const kept = { relayerId: c.relayer.id, sender: op.sender, operation: userOpJson(op), validUntil: windowEnd(v) };
+  let accepted: UserOpRow | null;
+  if (again) {
+    const r = await reviveUserOp(db, again.id, kept, limit);
+    if ('throttled' in r) checkSenderRate(c.policy, r.throttled);
+    accepted = 'revived' in r ? r.revived : null;
+  } else {
+    const r = await (limit
+      ? keepUserOpWithin(db, { ...kept, chainId: c.ctx.chainId, entryPoint, hash, nonce: op.nonce }, limit)
+      : keepUserOp(db, { ...kept, chainId: c.ctx.chainId, entryPoint, hash, nonce: op.nonce }));
+    if ('throttled' in r) checkSenderRate(c.policy, r.throttled);
+    accepted = 'created' in r && r.created ? r.row : null;
+  }
+  if (accepted) {
     c.rt.metrics.userOperations.inc({ relayer_id: c.relayer.id, outcome: 'accepted' });
-    publishOps(c.rt, [row]);
+    publishOps(c.rt, [accepted]);
     wakeBundler(c.rt);
   }
   return hash;

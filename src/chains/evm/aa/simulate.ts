@@ -141,6 +141,12 @@ export function judgeValidation(v: Validation, nowS: number): void {
   }
 }
 
+/** Where the operation's validity ends: the earlier of the account's and the paymaster's ends (null: neither ends). */
+export function windowEnd(v: Pick<Validation, 'account' | 'paymaster'>): Date | null {
+  const ends = [v.account.validUntil, v.paymaster.validUntil].filter((u) => u !== 0);
+  return ends.length ? new Date(Math.min(...ends) * 1000) : null;
+}
+
 export type Execution = { preOpGas: bigint; paid: bigint };
 
 /** simulateHandleOp: validation (signature failures ignored) and execution of one operation. */

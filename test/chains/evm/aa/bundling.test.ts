@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { afterMiss } from '../../../../src/chains/evm/aa/bundling.js';
+import { afterMiss, BUNDLE_MARGIN_MS, bundleValidUntil, windowClosed } from '../../../../src/chains/evm/aa/bundling.js';
+import { windowEnd } from '../../../../src/chains/evm/aa/simulate.js';
 
 describe('a submitted operation its bundle did not include', () => {
   it('goes back to pending while its nonce is unused on chain, and fails once another transaction used it', () => {
@@ -9,5 +10,29 @@ describe('a submitted operation its bundle did not include', () => {
       to: 'failed',
       reason: 'its bundle reverted; its nonce was used by another transaction',
     });
+  });
+});
+
+describe("a bundle transaction's valid_until", () => {
+  const now = Date.parse('2026-12-07T20:00:00Z');
+  it('is the default 8 hours when no operation has a window, else ends BUNDLE_MARGIN_MS before the first window ends', () => {
+    expect(bundleValidUntil([null, null], now)).toEqual(new Date(now + 8 * 3600_000));
+    const soon = new Date(now + 15 * 60_000);
+    const sooner = new Date(now + 5 * 60_000);
+    expect(bundleValidUntil([soon, null, sooner], now)).toEqual(new Date(sooner.getTime() - BUNDLE_MARGIN_MS));
+  });
+
+  it('an operation whose window ends within the margin is not bundled', () => {
+    expect(windowClosed(null, now)).toBe(false);
+    expect(windowClosed(new Date(now + BUNDLE_MARGIN_MS + 1), now)).toBe(false);
+    expect(windowClosed(new Date(now + BUNDLE_MARGIN_MS), now)).toBe(true);
+    expect(windowClosed(new Date(now - 1), now)).toBe(true);
+  });
+
+  it("an operation's window is the earlier end of its account's and its paymaster's (0: no end)", () => {
+    const d = (validUntil: number) => ({ aggregator: 'none' as const, validAfter: 0, validUntil });
+    expect(windowEnd({ account: d(0), paymaster: d(0) })).toBeNull();
+    expect(windowEnd({ account: d(0), paymaster: d(1_800_000_000) })).toEqual(new Date(1_800_000_000_000));
+    expect(windowEnd({ account: d(1_700_000_000), paymaster: d(1_800_000_000) })).toEqual(new Date(1_700_000_000_000));
   });
 });

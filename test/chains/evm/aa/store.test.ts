@@ -2,7 +2,18 @@
 // and the status moves only forward.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keccak256, toHex } from 'viem';
-import { keepUserOp, markFailed, markIncluded, markSubmitted, pendingUserOps, userOpByHash, type NewUserOp } from '../../../../src/chains/evm/aa/store.js';
+import {
+  keepUserOp,
+  keepUserOpWithin,
+  markFailed,
+  markIncluded,
+  markPending,
+  markSubmitted,
+  pendingUserOps,
+  reviveUserOp,
+  userOpByHash,
+  type NewUserOp,
+} from '../../../../src/chains/evm/aa/store.js';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
 import type { Database } from '../../../../src/db/client.js';
 import { databaseKinds } from '../../../support/postgres.js';
@@ -94,5 +105,59 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
     expect(
       (await db.prisma.transaction.findUnique({ where: { id: txId }, include: { userOperations: true } }))?.userOperations.map((u) => u.hash).sort(),
     ).toEqual([a.hash, b.hash].sort());
+  });
+  it('the per-sender limit is exact when its sends race: of 8 at once with a limit of 3, 3 are kept', async () => {
+    const sender = '0x2222222222222222222222222222222222222222';
+    const limit = { max: 3, since: new Date(Date.now() - 3_600_000) };
+    const ops = Array.from({ length: 8 }, () => op({ sender, validUntil: new Date('2030-01-01T00:00:00Z') }));
+    const results = await Promise.all(ops.map((o) => keepUserOpWithin(db, o, limit)));
+    expect(results.filter((r) => 'created' in r && r.created)).toHaveLength(3);
+    expect(results.filter((r) => 'throttled' in r).map((r) => (r as { throttled: number }).throttled)).toEqual([3, 3, 3, 3, 3]);
+    expect(await db.prisma.userOperation.count({ where: { sender } })).toBe(3);
+    const kept = await db.prisma.userOperation.findFirstOrThrow({ where: { sender } });
+    expect(kept.validUntil?.toISOString()).toBe('2030-01-01T00:00:00.000Z');
+    // Another sender, or a window ending before the count's start, is not counted.
+    expect(await keepUserOpWithin(db, op({ sender: '0x3333333333333333333333333333333333333333' }), limit)).toMatchObject({ created: true });
+    expect(await keepUserOpWithin(db, op({ sender }), { max: 3, since: new Date(Date.now() + 60_000) })).toMatchObject({ created: true });
+    // A kept operation sent again is the same row, whatever the count.
+    const again = await keepUserOpWithin(db, { ...ops.find((o) => o.hash === kept.hash)! }, limit);
+    expect(again).toEqual({ row: expect.objectContaining({ id: kept.id }), created: false });
+  });
+
+  it('a failed operation revived goes back to pending in its row, once when revived at once', async () => {
+    const o = op({ sender: '0x4444444444444444444444444444444444444444' });
+    const { row } = await keepUserOp(db, o);
+    expect(await reviveUserOp(db, row.id, o)).toEqual({ revived: null }); // pending: not revived
+    await markFailed(db, [row.id], 'AA25 invalid account nonce');
+    const operation = { ...o.operation, signature: '0x01' };
+    const racing = await Promise.all(Array.from({ length: 5 }, () => reviveUserOp(db, row.id, { ...o, operation, validUntil: new Date('2031-01-01Z') })));
+    expect(racing.filter((r) => 'revived' in r && r.revived)).toHaveLength(1);
+    expect(await userOpByHash(db, 31337, o.hash)).toMatchObject({
+      id: row.id,
+      status: 'pending',
+      statusReason: null,
+      operation,
+      validUntil: new Date('2031-01-01Z'),
+    });
+    expect(await db.prisma.userOperation.count({ where: { hash: o.hash } })).toBe(1);
+    // Under a limit its own row is not counted; others of its sender are.
+    await markFailed(db, [row.id], 'again');
+    const limit = { max: 1, since: new Date(Date.now() - 3_600_000) };
+    expect(await reviveUserOp(db, row.id, o, limit)).toMatchObject({ revived: { status: 'pending' } });
+    await markFailed(db, [row.id], 'again');
+    await keepUserOp(db, op({ sender: o.sender }));
+    expect(await reviveUserOp(db, row.id, o, limit)).toEqual({ throttled: 1 });
+    expect(await userOpByHash(db, 31337, o.hash)).toMatchObject({ status: 'failed', statusReason: 'again' });
+  });
+  it('a drop or a settlement read before another instance moved the operation leaves it', async () => {
+    const { row } = await keepUserOp(db, op());
+    expect(await markSubmitted(db, [row.id], txId)).toBe(1);
+    expect(await markFailed(db, [row.id], 'AA25 invalid account nonce', { status: 'pending' })).toBe(0);
+    expect(await userOpByHash(db, 31337, row.hash)).toMatchObject({ status: 'submitted', statusReason: null, transactionId: txId });
+    // Settling another bundle (one it was in before) leaves it in this one.
+    const other = { status: 'submitted' as const, transactionId: crypto.randomUUID() };
+    expect(await markPending(db, [row.id], other)).toBe(0);
+    expect(await markFailed(db, [row.id], 'its bundle reverted', other)).toBe(0);
+    expect(await markPending(db, [row.id], { status: 'submitted', transactionId: txId })).toBe(1);
   });
 });
