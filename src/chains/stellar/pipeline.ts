@@ -286,7 +286,8 @@ export const stellarFamily: ChainFamily<'stellar'> = {
     try {
       // A gasless Soroban call: checked, the user's signed entry put in; then sent as the relayer's own.
       let onceKey: string | undefined;
-      if (req.signed_auth_entry !== undefined) ({ req, once: onceKey } = await prepareSorobanSubmission(c, { ...req, signed_auth_entry: req.signed_auth_entry }));
+      if (req.signed_auth_entry !== undefined)
+        ({ req, once: onceKey } = await prepareSorobanSubmission(c, { ...req, signed_auth_entry: req.signed_auth_entry }));
       const takesNonce = needsRelayerSequence(req, c.passphrase);
       if (c.policy.fee_payment_strategy === 'user' && req.fee_bump && req.transaction_xdr !== undefined) {
         const tx = TransactionBuilder.fromXDR(req.transaction_xdr, c.passphrase);

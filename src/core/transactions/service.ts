@@ -94,7 +94,9 @@ async function replay(rt: Runtime, relayerId: string, key: string, digest: strin
   if (existing.requestDigest !== digest) {
     throw conflict(
       'Conflict',
-      once ? `this request's authorization was already sent as transaction ${existing.id}` : `Idempotency-Key "${key}" was already used with a different request`,
+      once
+        ? `this request's authorization was already sent as transaction ${existing.id}`
+        : `Idempotency-Key "${key}" was already used with a different request`,
     );
   }
   return existing;
