@@ -156,6 +156,7 @@ describe.each(await databaseKinds())('deep pages on %s', (db) => {
       'Query.relayerTransactions': (a, r) => `relayerTransactions(relayerId: "${r}", ${a})`,
       'Relayer.transactions': (a, r) => `relayer(id: "${r}") { transactions(${a})`,
       'Notification.deliveries': (a) => `notification(id: "far-hook-2") { deliveries(${a})`,
+      'Relayer.userOperations': (a, r) => `relayer(id: "${r}") { userOperations(${a})`,
     };
     for (const field of listFields) {
       const [type, name] = field.split('.');
