@@ -5,6 +5,7 @@ import { getAddress, numberToHex, parseEventLogs, type Address, type Hex, type L
 import type { Relayer } from '../../../generated/prisma/client.js';
 import type { BundlerAnswer, BundlerOps } from '../../../core/relayers/direct.js';
 import type { Runtime } from '../../../core/runtime.js';
+import { slot } from '../../../core/state.js';
 import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { RpcUnavailableError } from '../rpc-client.js';
@@ -59,8 +60,21 @@ function checkChain(ctx: EvmContext, given: unknown): void {
   if (id !== BigInt(ctx.chainId)) throw invalidParams(`chainId: ${String(given)} is not this relayer's chain (${numberToHex(ctx.chainId)})`);
 }
 
+// A deployed paymaster's address is a CREATE2 hash of its whole creation code (about 0.4 ms):
+// computed once per relayer account and EntryPoint.
+const PAYMASTERS = slot('evm relayer paymasters', () => new Map<string, Address>());
+
+function paymasterOf(c: Pick<Call, 'rt' | 'policy' | 'relayer'>, entryPoint: Address): Address {
+  if ('address' in c.policy.paymaster) return relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const known = c.rt.state(PAYMASTERS);
+  const key = `${entryPoint.toLowerCase()} ${c.relayer.address.toLowerCase()}`;
+  let pm = known.get(key);
+  if (!pm) known.set(key, (pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address)));
+  return pm;
+}
+
 function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
-  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const pm = paymasterOf(c, entryPoint);
   if (!op.paymaster || op.paymaster.toLowerCase() !== pm.toLowerCase())
     throw invalidParams(`paymaster: this bundler takes operations its relayer's paymaster ${pm} pays for${op.paymaster ? `, not ${op.paymaster}` : ''}`);
   return pm;
@@ -122,7 +136,7 @@ function paymasterRequest(c: Call) {
   const { op, entryPoint } = readUserOp([raw, ep], 'estimate');
   checkEntryPoint(c.policy, entryPoint);
   checkChain(c.ctx, chainId);
-  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const pm = paymasterOf(c, entryPoint);
   if (op.paymaster && op.paymaster.toLowerCase() !== pm.toLowerCase())
     throw invalidParams(`paymaster: ${op.paymaster} is not this relayer's paymaster (${pm})`);
   return { op, pm };
