@@ -2,6 +2,7 @@
 // sent (an operation valid at acceptance can be invalid now: its nonce used, its deposit spent), and
 // read back from the mined transaction's logs.
 import { encodeFunctionData, parseEventLogs, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
+import type { UserOpReceipt } from './store.js';
 import { delegationCode, entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
 import { ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
 
@@ -73,6 +74,22 @@ export async function prepareBundle(rpc: Rpc, version: EntryPointVersion, items:
     }
   }
   return { items: [], dropped, data: '0x', authorizationList: [], gasLimit: 0n };
+}
+
+/** What an operation's receipt records from its outcome in a mined bundle `receipt`. */
+export function includedReceipt(
+  receipt: { transactionHash: string; blockNumber: string; blockHash: string },
+  o: OpOutcome,
+): UserOpReceipt {
+  return {
+    success: o.success,
+    actualGasCost: o.actualGasCost.toString(),
+    actualGasUsed: o.actualGasUsed.toString(),
+    transactionHash: receipt.transactionHash,
+    blockNumber: BigInt(receipt.blockNumber).toString(),
+    blockHash: receipt.blockHash,
+    ...(o.revertReason ? { reason: o.revertReason } : {}),
+  };
 }
 
 export type OpOutcome = {

@@ -9,6 +9,7 @@ import { slot } from '../../../core/state.js';
 import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { RpcUnavailableError } from '../rpc-client.js';
+import { includedReceipt, outcomesOf } from './bundle.js';
 import { wakeBundler } from './bundling.js';
 import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
@@ -17,7 +18,7 @@ import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
 import { entryPointAbi, estimateGas, judgeValidation, simulateValidation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { countSenderOps, keepUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
-import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
+import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, versionOf, type UserOp } from './userop.js';
 
 const METHODS: Record<string, 'read' | 'write'> = {
   eth_sendUserOperation: 'write',
@@ -205,11 +206,58 @@ function opLogs(logs: Log[], entryPoint: string, hash: string): Log[] {
   return [];
 }
 
+type ChainReceipt = { status: Hex; transactionHash: Hex; blockNumber: Hex; blockHash: Hex; logs: Log[] } & Record<string, unknown>;
+
+class NotMined extends Error {}
+
+/**
+ * A transaction's receipt, or null. Callers asking at once (a client polling a bundle's operations)
+ * share one call, and a receipt found is kept a second; "not mined yet" is not kept.
+ */
+async function chainReceipt(ctx: EvmContext, hash: string): Promise<ChainReceipt | null> {
+  try {
+    return await ctx.rpc.memo(`receipt ${hash.toLowerCase()}`, 1000, async () => {
+      const r = await ctx.rpc.request<ChainReceipt | null>('eth_getTransactionReceipt', [hash]);
+      if (!r) throw new NotMined();
+      return r;
+    });
+  } catch (e) {
+    if (e instanceof NotMined) return null;
+    throw e;
+  }
+}
+
+/**
+ * A submitted operation's receipt, read from its bundle transaction on chain: the bundling loop
+ * records it a moment after the pipeline sees the bundle mined, and a client need not wait for that.
+ */
+async function submittedReceipt(c: Call, row: UserOpRow): Promise<{ r: UserOpReceipt; receipt: ChainReceipt } | null> {
+  if (row.status !== 'submitted' || !row.transactionId) return null;
+  const tx = await c.rt.db.prisma.transaction.findUnique({ where: { id: row.transactionId }, select: { hash: true, hashes: true } });
+  if (!tx) return null;
+  for (const hash of [tx.hash, ...[...tx.hashes].reverse()].filter((h, i, a): h is string => !!h && a.indexOf(h) === i)) {
+    const receipt = await chainReceipt(c.ctx, hash);
+    if (!receipt) continue;
+    const version = versionOf(row.entryPoint);
+    const o = version && BigInt(receipt.status) === 1n ? outcomesOf(receipt.logs, version).get(row.hash) : undefined;
+    return o ? { r: includedReceipt(receipt, o), receipt } : null;
+  }
+  return null;
+}
+
 async function getUserOperationReceipt(c: Call) {
   const row = await ownRow(c, readHash(c.params));
-  if (row?.status !== 'included' || !row.receipt) return null;
-  const r = row.receipt as UserOpReceipt;
-  const receipt = await c.ctx.rpc.request<{ logs: Log[] } & Record<string, unknown>>('eth_getTransactionReceipt', [r.transactionHash]);
+  if (!row) return null;
+  let r: UserOpReceipt;
+  let receipt: ChainReceipt | null;
+  if (row.status === 'included' && row.receipt) {
+    r = row.receipt as UserOpReceipt;
+    receipt = await chainReceipt(c.ctx, r.transactionHash);
+  } else {
+    const found = await submittedReceipt(c, row);
+    if (!found) return null;
+    ({ r, receipt } = found);
+  }
   if (!receipt) return null;
   const op = row.operation as { paymaster?: string };
   return {
