@@ -1,7 +1,7 @@
 // A bundle: accepted operations of one EntryPoint in one handleOps, checked again just before it is
 // sent (an operation valid at acceptance can be invalid now: its nonce used, its deposit spent), and
 // read back from the mined transaction's logs.
-import { encodeFunctionData, parseEventLogs, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
+import { encodeFunctionData, getAbiItem, parseEventLogs, toEventSelector, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
 import type { UserOpReceipt } from './store.js';
 import { delegationCode, entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
 import { ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
@@ -102,10 +102,21 @@ export type OpOutcome = {
   revertReason?: Hex;
 };
 
-/** Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs. */
-export function outcomesOf(logs: Log[], version: EntryPointVersion): Map<string, OpOutcome> {
+export const USER_OPERATION_EVENT = toEventSelector(getAbiItem({ abi: entryPointAbi, name: 'UserOperationEvent' }));
+const USER_OPERATION_REVERT_REASON = toEventSelector(getAbiItem({ abi: entryPointAbi, name: 'UserOperationRevertReason' }));
+
+/**
+ * Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs; with
+ * `only`, that operation's alone (its logs found by their topics, only they decoded).
+ */
+export function outcomesOf(logs: Log[], version: EntryPointVersion, only?: string): Map<string, OpOutcome> {
   const ep = ENTRY_POINTS[version].toLowerCase();
-  const mine = logs.filter((l) => l.address.toLowerCase() === ep);
+  const topic = only?.toLowerCase();
+  const mine = logs.filter(
+    (l) =>
+      l.address.toLowerCase() === ep &&
+      (!topic || ((l.topics[0] === USER_OPERATION_EVENT || l.topics[0] === USER_OPERATION_REVERT_REASON) && l.topics[1]?.toLowerCase() === topic)),
+  );
   const reasons = new Map<string, Hex>();
   for (const l of parseEventLogs({ abi: entryPointAbi, logs: mine, eventName: 'UserOperationRevertReason' })) {
     reasons.set(l.args.userOpHash.toLowerCase(), l.args.revertReason);

@@ -1,7 +1,7 @@
 // The EVM relayer's bundler JSON-RPC (ERC-7769) and paymaster JSON-RPC (ERC-7677): the EVM half of
 // core/relayers/bundler.ts. Acceptance of an operation: the policy, the relayer's paymaster, the
 // EntryPoint's simulation, then a durable row; bundling is bundling.ts's.
-import { getAddress, numberToHex, parseEventLogs, type Address, type Hex, type Log } from 'viem';
+import { getAddress, numberToHex, type Address, type Hex, type Log } from 'viem';
 import type { Relayer } from '../../../generated/prisma/client.js';
 import type { BundlerAnswer, BundlerOps } from '../../../core/relayers/direct.js';
 import type { Runtime } from '../../../core/runtime.js';
@@ -9,13 +9,13 @@ import { slot } from '../../../core/state.js';
 import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { RpcUnavailableError } from '../rpc-client.js';
-import { includedReceipt, outcomesOf } from './bundle.js';
+import { includedReceipt, outcomesOf, USER_OPERATION_EVENT } from './bundle.js';
 import { wakeBundler } from './bundling.js';
 import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { entryPointAbi, estimateGas, judgeValidation, simulateValidation } from './simulate.js';
+import { estimateGas, judgeValidation, simulateValidation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { countSenderOps, keepUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, versionOf, type UserOp } from './userop.js';
@@ -36,7 +36,18 @@ export const APPROVAL_S = 15 * 60;
 
 const policyOf = (relayer: Relayer): UserOperationsPolicy | undefined => readEvmPolicy(relayer.policies).user_operations;
 
-type Call = { rt: Runtime; relayer: Relayer; ctx: EvmContext; policy: UserOperationsPolicy; params: unknown[] };
+/** A row as the read methods use it: with its bundle transaction's hashes when it has one. */
+type ReadRow = UserOpRow & { transaction?: { hash: string | null; hashes: string[] } | null };
+
+type Call = {
+  rt: Runtime;
+  relayer: Relayer;
+  ctx: EvmContext;
+  policy: UserOperationsPolicy;
+  params: unknown[];
+  /** The rows a batch's reads name, read at once (by lower-case hash; null: no such row). */
+  rows?: Map<string, ReadRow | null>;
+};
 
 const nowS = () => Math.floor(Date.now() / 1000);
 const window = (): Window => ({ validUntil: nowS() + APPROVAL_S, validAfter: 0 });
@@ -173,9 +184,31 @@ function readHash(params: unknown[]): Hex {
   return h.toLowerCase() as Hex;
 }
 
-async function ownRow(c: Call, hash: Hex): Promise<UserOpRow | null> {
-  const row = await userOpByHash(c.rt.db, c.ctx.chainId, hash);
+async function ownRow(c: Call, hash: Hex): Promise<ReadRow | null> {
+  const row = c.rows?.has(hash) ? c.rows.get(hash)! : await userOpByHash(c.rt.db, c.ctx.chainId, hash);
   return row && row.relayerId === c.relayer.id ? row : null;
+}
+
+const READS = new Set(['eth_getUserOperationByHash', 'eth_getUserOperationReceipt']);
+
+/**
+ * The rows a batch of reads names, in one query (a client polling many operations sends one batch
+ * of them; each read on its own was a query or two). Nothing for fewer than two reads.
+ */
+async function batchRows(rt: Runtime, ctx: EvmContext, calls: { method: string; params: unknown }[]): Promise<Map<string, ReadRow | null> | undefined> {
+  const hashes = new Set<string>();
+  for (const { method, params } of calls) {
+    const h = Array.isArray(params) ? params[0] : undefined;
+    if (READS.has(method) && typeof h === 'string' && /^0x[0-9a-fA-F]{64}$/.test(h)) hashes.add(h.toLowerCase());
+  }
+  if (hashes.size < 2) return undefined;
+  const rows = await rt.db.prisma.userOperation.findMany({
+    where: { chainId: ctx.chainId, hash: { in: [...hashes] } },
+    include: { transaction: { select: { hash: true, hashes: true } } },
+  });
+  const out = new Map<string, ReadRow | null>([...hashes].map((h) => [h, null]));
+  for (const r of rows) if (!out.get(r.hash)) out.set(r.hash, r);
+  return out;
 }
 
 async function getUserOperationByHash(c: Call) {
@@ -191,16 +224,17 @@ async function getUserOperationByHash(c: Call) {
   };
 }
 
-/** The logs of one operation in its bundle: from the previous operation's event (or the start) to its own. */
+/**
+ * The logs of one operation in its bundle: from the previous operation's event (or the start) to its
+ * own. Events are told by their topics (UserOperationEvent's first indexed field is the hash).
+ */
 function opLogs(logs: Log[], entryPoint: string, hash: string): Log[] {
   const ep = entryPoint.toLowerCase();
   let start = 0;
   for (let i = 0; i < logs.length; i++) {
     const l = logs[i]!;
-    if (l.address.toLowerCase() !== ep) continue;
-    const [ev] = parseEventLogs({ abi: entryPointAbi, logs: [l], eventName: 'UserOperationEvent' });
-    if (!ev) continue;
-    if (ev.args.userOpHash.toLowerCase() === hash) return logs.slice(start, i + 1);
+    if (l.address.toLowerCase() !== ep || l.topics[0] !== USER_OPERATION_EVENT || l.topics.length !== 4) continue;
+    if (l.topics[1]?.toLowerCase() === hash) return logs.slice(start, i + 1);
     start = i + 1;
   }
   return [];
@@ -231,15 +265,18 @@ async function chainReceipt(ctx: EvmContext, hash: string): Promise<ChainReceipt
  * A submitted operation's receipt, read from its bundle transaction on chain: the bundling loop
  * records it a moment after the pipeline sees the bundle mined, and a client need not wait for that.
  */
-async function submittedReceipt(c: Call, row: UserOpRow): Promise<{ r: UserOpReceipt; receipt: ChainReceipt } | null> {
+async function submittedReceipt(c: Call, row: ReadRow): Promise<{ r: UserOpReceipt; receipt: ChainReceipt } | null> {
   if (row.status !== 'submitted' || !row.transactionId) return null;
-  const tx = await c.rt.db.prisma.transaction.findUnique({ where: { id: row.transactionId }, select: { hash: true, hashes: true } });
+  const tx =
+    row.transaction !== undefined
+      ? row.transaction
+      : await c.rt.db.prisma.transaction.findUnique({ where: { id: row.transactionId }, select: { hash: true, hashes: true } });
   if (!tx) return null;
   for (const hash of [tx.hash, ...[...tx.hashes].reverse()].filter((h, i, a): h is string => !!h && a.indexOf(h) === i)) {
     const receipt = await chainReceipt(c.ctx, hash);
     if (!receipt) continue;
     const version = versionOf(row.entryPoint);
-    const o = version && BigInt(receipt.status) === 1n ? outcomesOf(receipt.logs, version).get(row.hash) : undefined;
+    const o = version && BigInt(receipt.status) === 1n ? outcomesOf(receipt.logs, version, row.hash).get(row.hash) : undefined;
     return o ? { r: includedReceipt(receipt, o), receipt } : null;
   }
   return null;
@@ -308,10 +345,11 @@ export const evmBundler: BundlerOps = {
   async call(rt, relayer, calls) {
     const ctx = evmContext(rt, relayer);
     const policy = policyOf(relayer)!;
+    const rows = await batchRows(rt, ctx, calls);
     return Promise.all(
       calls.map(async ({ method, params }): Promise<BundlerAnswer> => {
         try {
-          return { ok: true, result: await HANDLERS[method]!({ rt, relayer, ctx, policy, params: params as unknown[] }) };
+          return { ok: true, result: await HANDLERS[method]!({ rt, relayer, ctx, policy, params: params as unknown[], rows }) };
         } catch (e) {
           return answerOf(rt, relayer, method, e);
         }
