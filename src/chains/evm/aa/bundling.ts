@@ -25,6 +25,8 @@ import { ENTRY_POINTS, readUserOp, versionOf, type EntryPointVersion } from './u
 export const MAX_BUNDLE = 32;
 /** After a wake, how long new operations may gather before a bundle is made. */
 const GATHER_MS = 30;
+/** Most bundles of one relayer and EntryPoint made in one pass (the other relayers wait for it). */
+const BUNDLES_A_PASS = 4;
 const POLL_MS = 250;
 
 const BUNDLER = slot('evm bundler', (): { wake?: () => void } => ({}));
@@ -220,8 +222,10 @@ export async function bundleOnce(rt: Runtime): Promise<boolean> {
     try {
       if (groups.some((g) => g.relayer_id === id && g.status === 'submitted')) busy = (await settleSubmitted(rt, relayer, ctx)) > 0 || busy;
       if (relayer.paused || relayer.systemDisabled || !ctx.signer) continue;
+      // Several bundles a pass while operations wait: the pass's reads above are not made again
+      // between them, and the bundles go to the pipeline back to back (consecutive nonces).
       for (const g of groups.filter((g) => g.relayer_id === id && g.status === 'pending'))
-        busy = (await bundlePending(rt, relayer, ctx, g.entry_point)) || busy;
+        for (let n = 0; n < BUNDLES_A_PASS && (await bundlePending(rt, relayer, ctx, g.entry_point)); n++) busy = true;
     } catch (err) {
       rt.log.warn({ err, relayerId: id }, 'bundling: this pass failed for the relayer; trying again');
     }
