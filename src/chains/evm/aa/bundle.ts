@@ -2,7 +2,6 @@
 // sent (an operation valid at acceptance can be invalid now: its nonce used, its deposit spent), and
 // read back from the mined transaction's logs.
 import { encodeFunctionData, getAbiItem, parseEventLogs, toEventSelector, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
-import type { UserOpReceipt } from './store.js';
 import { delegationCode, entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
 import { ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
 
@@ -76,22 +75,6 @@ export async function prepareBundle(rpc: Rpc, version: EntryPointVersion, items:
   return { items: [], dropped, data: '0x', authorizationList: [], gasLimit: 0n };
 }
 
-/** What an operation's receipt records from its outcome in a mined bundle `receipt`. */
-export function includedReceipt(
-  receipt: { transactionHash: string; blockNumber: string; blockHash: string },
-  o: OpOutcome,
-): UserOpReceipt {
-  return {
-    success: o.success,
-    actualGasCost: o.actualGasCost.toString(),
-    actualGasUsed: o.actualGasUsed.toString(),
-    transactionHash: receipt.transactionHash,
-    blockNumber: BigInt(receipt.blockNumber).toString(),
-    blockHash: receipt.blockHash,
-    ...(o.revertReason ? { reason: o.revertReason } : {}),
-  };
-}
-
 export type OpOutcome = {
   userOpHash: Hex;
   sender: Address;
@@ -102,21 +85,13 @@ export type OpOutcome = {
   revertReason?: Hex;
 };
 
+/** UserOperationEvent's topic 0 (its first indexed field, topic 1, is the userOpHash). */
 export const USER_OPERATION_EVENT = toEventSelector(getAbiItem({ abi: entryPointAbi, name: 'UserOperationEvent' }));
-const USER_OPERATION_REVERT_REASON = toEventSelector(getAbiItem({ abi: entryPointAbi, name: 'UserOperationRevertReason' }));
 
-/**
- * Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs; with
- * `only`, that operation's alone (its logs found by their topics, only they decoded).
- */
-export function outcomesOf(logs: Log[], version: EntryPointVersion, only?: string): Map<string, OpOutcome> {
+/** Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs. */
+export function outcomesOf(logs: Log[], version: EntryPointVersion): Map<string, OpOutcome> {
   const ep = ENTRY_POINTS[version].toLowerCase();
-  const topic = only?.toLowerCase();
-  const mine = logs.filter(
-    (l) =>
-      l.address.toLowerCase() === ep &&
-      (!topic || ((l.topics[0] === USER_OPERATION_EVENT || l.topics[0] === USER_OPERATION_REVERT_REASON) && l.topics[1]?.toLowerCase() === topic)),
-  );
+  const mine = logs.filter((l) => l.address.toLowerCase() === ep);
   const reasons = new Map<string, Hex>();
   for (const l of parseEventLogs({ abi: entryPointAbi, logs: mine, eventName: 'UserOperationRevertReason' })) {
     reasons.set(l.args.userOpHash.toLowerCase(), l.args.revertReason);

@@ -14,7 +14,7 @@ import type { EvmPayload } from '../accept.js';
 import { evmContext, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { authorizationToJson } from '../unsigned.js';
-import { includedReceipt, outcomesOf, prepareBundle, type BundleItem } from './bundle.js';
+import { outcomesOf, prepareBundle, type BundleItem } from './bundle.js';
 import { changeOps, publishOps, type OpChange } from './lifecycle.js';
 import { UserOpError } from './errors.js';
 import { entryPointAbi } from './simulate.js';
@@ -80,7 +80,16 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
     for (const op of ops) {
       const o = outcomes.get(op.hash);
       if (o && receipt) {
-        changes.push({ id: op.id, to: 'included', receipt: includedReceipt(receipt, o) });
+        const r: UserOpReceipt = {
+          success: o.success,
+          actualGasCost: o.actualGasCost.toString(),
+          actualGasUsed: o.actualGasUsed.toString(),
+          transactionHash: receipt.transactionHash,
+          blockNumber: BigInt(receipt.blockNumber).toString(),
+          blockHash: receipt.blockHash,
+          ...(o.revertReason ? { reason: o.revertReason } : {}),
+        };
+        changes.push({ id: op.id, to: 'included', receipt: r });
         continue;
       }
       const why = !tx

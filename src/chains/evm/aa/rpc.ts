@@ -9,7 +9,7 @@ import { slot } from '../../../core/state.js';
 import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { RpcUnavailableError } from '../rpc-client.js';
-import { includedReceipt, outcomesOf, USER_OPERATION_EVENT } from './bundle.js';
+import { USER_OPERATION_EVENT } from './bundle.js';
 import { wakeBundler } from './bundling.js';
 import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
@@ -18,7 +18,7 @@ import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
 import { estimateGas, judgeValidation, simulateValidation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { countSenderOps, keepUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
-import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, versionOf, type UserOp } from './userop.js';
+import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
 
 const METHODS: Record<string, 'read' | 'write'> = {
   eth_sendUserOperation: 'write',
@@ -36,9 +36,6 @@ export const APPROVAL_S = 15 * 60;
 
 const policyOf = (relayer: Relayer): UserOperationsPolicy | undefined => readEvmPolicy(relayer.policies).user_operations;
 
-/** A row as the read methods use it: with its bundle transaction's hashes when it has one. */
-type ReadRow = UserOpRow & { transaction?: { hash: string | null; hashes: string[] } | null };
-
 type Call = {
   rt: Runtime;
   relayer: Relayer;
@@ -46,7 +43,7 @@ type Call = {
   policy: UserOperationsPolicy;
   params: unknown[];
   /** The rows a batch's reads name, read at once (by lower-case hash; null: no such row). */
-  rows?: Map<string, ReadRow | null>;
+  rows?: Map<string, UserOpRow | null>;
 };
 
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -184,7 +181,7 @@ function readHash(params: unknown[]): Hex {
   return h.toLowerCase() as Hex;
 }
 
-async function ownRow(c: Call, hash: Hex): Promise<ReadRow | null> {
+async function ownRow(c: Call, hash: Hex): Promise<UserOpRow | null> {
   const row = c.rows?.has(hash) ? c.rows.get(hash)! : await userOpByHash(c.rt.db, c.ctx.chainId, hash);
   return row && row.relayerId === c.relayer.id ? row : null;
 }
@@ -193,20 +190,17 @@ const READS = new Set(['eth_getUserOperationByHash', 'eth_getUserOperationReceip
 
 /**
  * The rows a batch of reads names, in one query (a client polling many operations sends one batch
- * of them; each read on its own was a query or two). Nothing for fewer than two reads.
+ * of them; each read on its own was a query). Nothing for fewer than two reads.
  */
-async function batchRows(rt: Runtime, ctx: EvmContext, calls: { method: string; params: unknown }[]): Promise<Map<string, ReadRow | null> | undefined> {
+async function batchRows(rt: Runtime, ctx: EvmContext, calls: { method: string; params: unknown }[]): Promise<Map<string, UserOpRow | null> | undefined> {
   const hashes = new Set<string>();
   for (const { method, params } of calls) {
     const h = Array.isArray(params) ? params[0] : undefined;
     if (READS.has(method) && typeof h === 'string' && /^0x[0-9a-fA-F]{64}$/.test(h)) hashes.add(h.toLowerCase());
   }
   if (hashes.size < 2) return undefined;
-  const rows = await rt.db.prisma.userOperation.findMany({
-    where: { chainId: ctx.chainId, hash: { in: [...hashes] } },
-    include: { transaction: { select: { hash: true, hashes: true } } },
-  });
-  const out = new Map<string, ReadRow | null>([...hashes].map((h) => [h, null]));
+  const rows = await rt.db.prisma.userOperation.findMany({ where: { chainId: ctx.chainId, hash: { in: [...hashes] } } });
+  const out = new Map<string, UserOpRow | null>([...hashes].map((h) => [h, null]));
   for (const r of rows) if (!out.get(r.hash)) out.set(r.hash, r);
   return out;
 }
@@ -261,40 +255,11 @@ async function chainReceipt(ctx: EvmContext, hash: string): Promise<ChainReceipt
   }
 }
 
-/**
- * A submitted operation's receipt, read from its bundle transaction on chain: the bundling loop
- * records it a moment after the pipeline sees the bundle mined, and a client need not wait for that.
- */
-async function submittedReceipt(c: Call, row: ReadRow): Promise<{ r: UserOpReceipt; receipt: ChainReceipt } | null> {
-  if (row.status !== 'submitted' || !row.transactionId) return null;
-  const tx =
-    row.transaction !== undefined
-      ? row.transaction
-      : await c.rt.db.prisma.transaction.findUnique({ where: { id: row.transactionId }, select: { hash: true, hashes: true } });
-  if (!tx) return null;
-  for (const hash of [tx.hash, ...[...tx.hashes].reverse()].filter((h, i, a): h is string => !!h && a.indexOf(h) === i)) {
-    const receipt = await chainReceipt(c.ctx, hash);
-    if (!receipt) continue;
-    const version = versionOf(row.entryPoint);
-    const o = version && BigInt(receipt.status) === 1n ? outcomesOf(receipt.logs, version, row.hash).get(row.hash) : undefined;
-    return o ? { r: includedReceipt(receipt, o), receipt } : null;
-  }
-  return null;
-}
-
 async function getUserOperationReceipt(c: Call) {
   const row = await ownRow(c, readHash(c.params));
-  if (!row) return null;
-  let r: UserOpReceipt;
-  let receipt: ChainReceipt | null;
-  if (row.status === 'included' && row.receipt) {
-    r = row.receipt as UserOpReceipt;
-    receipt = await chainReceipt(c.ctx, r.transactionHash);
-  } else {
-    const found = await submittedReceipt(c, row);
-    if (!found) return null;
-    ({ r, receipt } = found);
-  }
+  if (row?.status !== 'included' || !row.receipt) return null;
+  const r = row.receipt as UserOpReceipt;
+  const receipt = await chainReceipt(c.ctx, r.transactionHash);
   if (!receipt) return null;
   const op = row.operation as { paymaster?: string };
   return {
