@@ -2,7 +2,16 @@
 // and the status moves only forward.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keccak256, toHex } from 'viem';
-import { keepUserOp, markFailed, markIncluded, markSubmitted, pendingUserOps, userOpByHash, type NewUserOp } from '../../../../src/chains/evm/aa/store.js';
+import {
+  keepUserOp,
+  markFailed,
+  markIncluded,
+  markIncludedMany,
+  markSubmitted,
+  pendingUserOps,
+  userOpByHash,
+  type NewUserOp,
+} from '../../../../src/chains/evm/aa/store.js';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from '../../../../src/chains/evm/aa/canonical.js';
 import type { Database } from '../../../../src/db/client.js';
 import { databaseKinds } from '../../../support/postgres.js';
@@ -94,5 +103,29 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
     expect(
       (await db.prisma.transaction.findUnique({ where: { id: txId }, include: { userOperations: true } }))?.userOperations.map((u) => u.hash).sort(),
     ).toEqual([a.hash, b.hash].sort());
+  });
+
+  it("records a bundle's inclusions in one statement, each its receipt; an operation already ended stays as it was", async () => {
+    await db.prisma.userOperation.updateMany({ where: { status: 'pending' }, data: { status: 'failed' } });
+    const [a, b, c] = [op(), op(), op()];
+    for (const o of [a, b, c]) await keepUserOp(db, o);
+    const [ra, rb, rc] = await pendingUserOps(db, 'r', ENTRY_POINT_V08, 10);
+    await markSubmitted(db, [ra!.id, rb!.id], txId);
+    await markFailed(db, [rc!.id], 'AA25 invalid account nonce');
+    const ok = { success: true, actualGasCost: '1000', actualGasUsed: '100', transactionHash: '0xaa', blockNumber: '7', blockHash: '0xbb' };
+    const reverted = { ...ok, success: false, actualGasCost: '2000', reason: '0x08c379a0' };
+    const changed = await markIncludedMany(db, [
+      { id: ra!.id, receipt: ok },
+      { id: rb!.id, receipt: reverted },
+      { id: rc!.id, receipt: ok },
+    ]);
+    expect(changed.sort()).toEqual([ra!.id, rb!.id].sort());
+    expect(await userOpByHash(db, 31337, a.hash)).toMatchObject({ status: 'included', receipt: ok, statusReason: null, transactionId: txId });
+    expect(await userOpByHash(db, 31337, b.hash)).toMatchObject({ status: 'included', receipt: reverted, statusReason: '0x08c379a0' });
+    expect(await userOpByHash(db, 31337, c.hash)).toMatchObject({ status: 'failed', receipt: null, statusReason: 'AA25 invalid account nonce' });
+    // Again: nothing left to change.
+    expect(await markIncludedMany(db, [{ id: ra!.id, receipt: reverted }])).toEqual([]);
+    expect(await userOpByHash(db, 31337, a.hash)).toMatchObject({ receipt: ok });
+    expect(await markIncludedMany(db, [])).toEqual([]);
   });
 });
