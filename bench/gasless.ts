@@ -131,7 +131,7 @@ try {
     for (const r of body as { id: number; result?: { receipt: { transactionHash: Hex }; success: boolean } | null }[])
       if (r.result) receipts.set(left[r.id].hash, { transactionHash: r.result.receipt.transactionHash, success: r.result.success });
     return receipts.size === N;
-  }, 100);
+  }, 50); // as often as the direct path's waitForTransactionReceipt polls
   const relayedMs = performance.now() - started;
   const bundles = new Set([...receipts.values()].map((r) => r.transactionHash)).size;
   const perBundle = N / bundles;

@@ -1,8 +1,9 @@
 /**
- * Runs `tick` again and again: right away when woken, else every `idleMs`. A tick that reports
- * it did work runs again at once. Errors are handed to `onError` and never stop the loop.
+ * Runs `tick` again and again: right away when woken, else every `idleMs` (a function: read after
+ * each tick). A tick that reports it did work runs again at once. Errors are handed to `onError`
+ * and never stop the loop.
  */
-export function startLoop(tick: () => Promise<boolean>, opts: { idleMs: number; onError: (e: unknown) => void }) {
+export function startLoop(tick: () => Promise<boolean>, opts: { idleMs: number | (() => number); onError: (e: unknown) => void }) {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let wakeUp: (() => void) | undefined;
@@ -22,7 +23,7 @@ export function startLoop(tick: () => Promise<boolean>, opts: { idleMs: number; 
       } catch (e) {
         opts.onError(e);
       }
-      if (!busy && !stopped) await sleep(opts.idleMs);
+      if (!busy && !stopped) await sleep(typeof opts.idleMs === 'number' ? opts.idleMs : opts.idleMs());
       clearTimeout(timer);
       wakeUp = undefined;
     }

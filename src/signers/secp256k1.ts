@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { pointFromScalar, signRecoverable } from 'tiny-secp256k1';
+import { pointFromScalar, recover as recoverWasm, signRecoverable } from 'tiny-secp256k1';
 import {
   bytesToHex,
   hashMessage,
@@ -19,16 +19,19 @@ import { keccak256, keccak256Bytes } from '../lib/keccak.js';
 type Sign = (digest: Uint8Array, key: Uint8Array) => { signature: Uint8Array; recoveryId: number };
 /** The 65-byte uncompressed public point (0x04 ‖ x ‖ y) of a valid key. */
 type PublicKey = (key: Uint8Array) => Uint8Array;
+/** The uncompressed public point that signed `digest` (64 bytes r ‖ s), or null when none did. */
+type Recover = (digest: Uint8Array, signature: Uint8Array, recoveryId: 0 | 1) => Uint8Array | null;
 
 /**
  * libsecp256k1 as a native addon (the npm package ships it built for common platforms) where it
  * loads: about 60 µs a signature here, against 220 µs for the same library in WebAssembly.
  */
-function nativeAddon(): { sign: Sign; publicKey: PublicKey } | undefined {
+function nativeAddon(): { sign: Sign; publicKey: PublicKey; recover: Recover } | undefined {
   try {
     const addon = createRequire(import.meta.url)('secp256k1/bindings') as {
       ecdsaSign(digest: Uint8Array, key: Uint8Array): { signature: Uint8Array; recid: number };
       publicKeyCreate(key: Uint8Array, compressed: boolean): Uint8Array;
+      ecdsaRecover(signature: Uint8Array, recid: number, digest: Uint8Array, compressed: boolean): Uint8Array;
     };
     return {
       sign: (digest, key) => {
@@ -36,6 +39,13 @@ function nativeAddon(): { sign: Sign; publicKey: PublicKey } | undefined {
         return { signature, recoveryId: recid };
       },
       publicKey: (key) => addon.publicKeyCreate(key, false),
+      recover: (digest, signature, recoveryId) => {
+        try {
+          return addon.ecdsaRecover(signature, recoveryId, digest, false);
+        } catch {
+          return null;
+        }
+      },
     };
   } catch {
     return undefined;
@@ -46,6 +56,28 @@ const native = nativeAddon();
 export const nativeSign = (): Sign | undefined => native?.sign;
 const sign: Sign = native?.sign ?? signRecoverable;
 const publicKey: PublicKey = native?.publicKey ?? ((key) => pointFromScalar(key, false)!);
+const recover: Recover =
+  native?.recover ??
+  ((digest, signature, recoveryId) => {
+    try {
+      return recoverWasm(digest, signature, recoveryId, false);
+    } catch {
+      return null;
+    }
+  });
+
+/**
+ * The address that signed a 32-byte `digest`, or undefined when the signature recovers none.
+ * libsecp256k1: about 2 ms less a signature than viem's pure-JS recovery (a bundler recovers the
+ * EIP-7702 authorization of every operation it accepts).
+ */
+export function recoverEvmAddress(digest: Uint8Array, sig: DigestSignature): Address | undefined {
+  const recoveryId = sig.yParity === 0 || sig.yParity === 27 ? 0 : sig.yParity === 1 || sig.yParity === 28 ? 1 : undefined;
+  if (recoveryId === undefined || !/^0x[0-9a-fA-F]{1,64}$/.test(sig.r) || !/^0x[0-9a-fA-F]{1,64}$/.test(sig.s)) return undefined;
+  const rs = hexToBytes(`0x${sig.r.slice(2).padStart(64, '0')}${sig.s.slice(2).padStart(64, '0')}`);
+  const point = recover(digest, rs, recoveryId);
+  return point ? publicKeyToAddress(bytesToHex(point)) : undefined;
+}
 
 /**
  * The address of a valid secp256k1 key, from libsecp256k1: viem's pure-JS curve spends about 55 ms

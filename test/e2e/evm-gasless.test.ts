@@ -313,6 +313,16 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     const receipt = await rpcOk(c, 'eth_getUserOperationReceipt', [hashes[1]]);
     expect(receipt).toMatchObject({ userOpHash: hashes[1], success: true, sender: ops[1]!.owner.address });
     expect(receipt.logs.at(-1).topics[1]).toBe(hashes[1]);
+    // A client polling sends its receipts in one batch: each answer is the one asked alone, with
+    // its own logs; an unknown hash has none.
+    const one = await Promise.all(hashes.map((h: string) => rpcOk(c, 'eth_getUserOperationReceipt', [h])));
+    const unknown = `0x${'ab'.repeat(32)}`;
+    const { body: polled } = await callBundler(
+      c,
+      [...hashes, unknown].map((h, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getUserOperationReceipt', params: [h] })),
+    );
+    expect(polled.map((b: any) => b.result)).toEqual([...one, null]);
+    for (const [i, h] of hashes.entries()) expect(polled[i].result.logs.at(-1).topics[1]).toBe(h);
   }, 90_000);
 
   it('an operation whose call reverts is included, not successful, with its revert data; the paymaster paid', async () => {

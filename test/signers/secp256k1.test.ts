@@ -4,7 +4,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { signRecoverable } from 'tiny-secp256k1';
 import { createLocalSigner, type EvmSigner } from '../../src/signers/index.js';
-import { evmAddressOf, nativeSign } from '../../src/signers/secp256k1.js';
+import { evmAddressOf, nativeSign, recoverEvmAddress } from '../../src/signers/secp256k1.js';
 import { keccak256, keccak256Bytes } from '../../src/lib/keccak.js';
 
 const TXS: TransactionSerializable[] = [
@@ -79,5 +79,28 @@ describe('EVM transaction signing', () => {
       expect(bytesToHex(keccak256Bytes(hex))).toBe(viemKeccak256(hex));
     }
     for (const bad of ['0xabc', '0xzz', 'abcd', '0x12g4']) expect(() => keccak256(bad as `0x${string}`)).toThrow(/not hex/);
+  });
+});
+
+describe('recovering the signer of a digest', () => {
+  it('finds the address viem finds, and none or another for a damaged signature', async () => {
+    const account = privateKeyToAccount(bytesToHex(randomBytes(32)));
+    for (let i = 0; i < 8; i++) {
+      const digest = bytesToHex(randomBytes(32));
+      const sig = await account.sign({ hash: digest });
+      const r = `0x${sig.slice(2, 66)}` as const;
+      const s = `0x${sig.slice(66, 130)}` as const;
+      const yParity = Number.parseInt(sig.slice(130), 16) - 27;
+      const bytes = Buffer.from(digest.slice(2), 'hex');
+      expect(recoverEvmAddress(bytes, { r, s, yParity })).toBe(account.address);
+      expect(recoverEvmAddress(bytes, { r, s, yParity: yParity + 27 })).toBe(account.address);
+      // The other parity is another point: another address, or none.
+      expect(recoverEvmAddress(bytes, { r, s, yParity: 1 - yParity })).not.toBe(account.address);
+      expect(recoverEvmAddress(bytes, { r, s, yParity: 2 })).toBeUndefined();
+    }
+    const digest = new Uint8Array(32).fill(1);
+    expect(recoverEvmAddress(digest, { r: pad('0x0'), s: pad('0x1'), yParity: 0 })).toBeUndefined();
+    expect(recoverEvmAddress(digest, { r: `0x${'ff'.repeat(32)}`, s: pad('0x1'), yParity: 0 })).toBeUndefined();
+    expect(recoverEvmAddress(digest, { r: '0xzz' as never, s: pad('0x1'), yParity: 0 })).toBeUndefined();
   });
 });

@@ -1,9 +1,9 @@
 // A bundle: accepted operations of one EntryPoint in one handleOps, checked again just before it is
 // sent (an operation valid at acceptance can be invalid now: its nonce used, its deposit spent), and
 // read back from the mined transaction's logs.
-import { encodeFunctionData, parseEventLogs, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
-import { entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
-import { delegateOf, ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
+import { encodeFunctionData, getAbiItem, parseEventLogs, toEventSelector, type Address, type Hex, type Log, type SignedAuthorization } from 'viem';
+import { delegationCode, entryPointAbi, FailedOpError, entryPointFailure, type Rpc } from './simulate.js';
+import { ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
 
 export type BundleItem = { id: string; op: UserOp };
 
@@ -39,15 +39,13 @@ export function bundleGasLimit(ops: UserOp[]): bigint {
   return gas;
 }
 
-/** The senders' code as the bundle's authorizations will make it: an eth_call carries no authorization list. */
-async function delegations(rpc: Rpc, ops: UserOp[]): Promise<Record<string, { code: Hex }>> {
+/**
+ * The senders' code as the bundle's authorizations will make it: an eth_call carries no
+ * authorization list. Not read first (for a sender delegated there already it is the same code).
+ */
+function delegations(ops: UserOp[]): Record<string, { code: Hex }> {
   const out: Record<string, { code: Hex }> = {};
-  for (const op of ops) {
-    if (!op.authorization) continue;
-    const code = await rpc.request<Hex>('eth_getCode', [op.sender, 'latest']);
-    if (delegateOf(code)?.toLowerCase() !== op.authorization.address.toLowerCase())
-      out[op.sender] = { code: `0xef0100${op.authorization.address.slice(2)}` as Hex };
-  }
+  for (const op of ops) if (op.authorization) out[op.sender] = { code: delegationCode(op.authorization.address) };
   return out;
 }
 
@@ -64,7 +62,7 @@ export async function prepareBundle(rpc: Rpc, version: EntryPointVersion, items:
     const data = handleOpsData(ops, beneficiary);
     const gasLimit = bundleGasLimit(ops);
     try {
-      await rpc.request('eth_call', [{ from, to: ENTRY_POINTS[version], data, gas: `0x${gasLimit.toString(16)}` }, 'latest', await delegations(rpc, ops)]);
+      await rpc.request('eth_call', [{ from, to: ENTRY_POINTS[version], data, gas: `0x${gasLimit.toString(16)}` }, 'latest', delegations(ops)]);
       const authorizationList = ops.flatMap((o) => (o.authorization ? [o.authorization] : []));
       return { items: left, dropped, data, authorizationList, gasLimit };
     } catch (e) {
@@ -86,6 +84,9 @@ export type OpOutcome = {
   /** The call's revert data, when it reverted. */
   revertReason?: Hex;
 };
+
+/** UserOperationEvent's topic 0 (its first indexed field, topic 1, is the userOpHash). */
+export const USER_OPERATION_EVENT = toEventSelector(getAbiItem({ abi: entryPointAbi, name: 'UserOperationEvent' }));
 
 /** Each operation's outcome in a mined bundle, from the EntryPoint's UserOperationEvent logs. */
 export function outcomesOf(logs: Log[], version: EntryPointVersion): Map<string, OpOutcome> {

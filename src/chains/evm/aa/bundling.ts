@@ -25,9 +25,16 @@ import { ENTRY_POINTS, readUserOp, versionOf, type EntryPointVersion } from './u
 export const MAX_BUNDLE = 32;
 /** After a wake, how long new operations may gather before a bundle is made. */
 const GATHER_MS = 30;
+/** Most bundles of one relayer and EntryPoint made in one pass (the other relayers wait for it). */
+const BUNDLES_A_PASS = 4;
 const POLL_MS = 250;
+/**
+ * The pass after one that found bundles in flight: a mined bundle's operations are recorded
+ * included (and their receipts answered) this soon after the pipeline records it mined.
+ */
+const SETTLE_POLL_MS = 50;
 
-const BUNDLER = slot('evm bundler', (): { wake?: () => void } => ({}));
+const BUNDLER = slot('evm bundler', (): { wake?: () => void; inFlight?: boolean } => ({}));
 
 /** Tells this instance's bundling loop (when it runs one) that an operation was accepted. */
 export const wakeBundler = (rt: Runtime) => rt.state(BUNDLER).wake?.();
@@ -68,7 +75,10 @@ async function entryPointNonce(ctx: EvmContext, version: EntryPointVersion, send
   return BigInt(await ctx.rpc.request<Hex>('eth_call', [{ to: ENTRY_POINTS[version], data }, 'latest']));
 }
 
-async function receiptOf(ctx: EvmContext, tx: Transaction): Promise<Receipt | null> {
+/** What settling needs of a bundle transaction (not its calldata: a bundle's is tens of kilobytes). */
+type BundleTx = Pick<Transaction, 'status' | 'hash' | 'hashes'>;
+
+async function receiptOf(ctx: EvmContext, tx: BundleTx): Promise<Receipt | null> {
   for (const hash of [tx.hash, ...[...tx.hashes].reverse()].filter((h, i, a): h is string => !!h && a.indexOf(h) === i)) {
     const r = await ctx.rpc.request<Receipt | null>('eth_getTransactionReceipt', [hash]);
     if (r) return r;
@@ -78,8 +88,11 @@ async function receiptOf(ctx: EvmContext, tx: Transaction): Promise<Receipt | nu
 
 /** Settles the relayer's submitted operations whose bundle transaction is mined or ended. */
 async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): Promise<number> {
-  const subs = await rt.db.prisma.userOperation.findMany({ where: { relayerId: relayer.id, status: 'submitted' }, include: { transaction: true } });
-  const byTx = new Map<string, { tx: Transaction | null; ops: UserOpRow[] }>();
+  const subs = await rt.db.prisma.userOperation.findMany({
+    where: { relayerId: relayer.id, status: 'submitted' },
+    include: { transaction: { select: { status: true, hash: true, hashes: true } } },
+  });
+  const byTx = new Map<string, { tx: BundleTx | null; ops: UserOpRow[] }>();
   for (const { transaction, ...op } of subs) {
     const key = op.transactionId ?? `none:${op.id}`;
     const group = byTx.get(key) ?? { tx: transaction, ops: [] };
@@ -251,6 +264,7 @@ export async function bundleOnce(rt: Runtime): Promise<boolean> {
   const groups = await rt.db.read<{ relayer_id: string; entry_point: string; status: string }>(
     `SELECT DISTINCT relayer_id, entry_point, status::text AS status FROM user_operations WHERE status IN ('pending', 'submitted')`,
   );
+  rt.state(BUNDLER).inFlight = groups.some((g) => g.status === 'submitted');
   const relayerIds = [...new Set(groups.map((g) => g.relayer_id))];
   let busy = false;
   for (const id of relayerIds) {
@@ -265,8 +279,10 @@ export async function bundleOnce(rt: Runtime): Promise<boolean> {
     try {
       if (groups.some((g) => g.relayer_id === id && g.status === 'submitted')) busy = (await settleSubmitted(rt, relayer, ctx)) > 0 || busy;
       if (relayer.paused || relayer.systemDisabled || !ctx.signer) continue;
+      // Several bundles a pass while operations wait: the pass's reads above are not made again
+      // between them, and the bundles go to the pipeline back to back (consecutive nonces).
       for (const g of groups.filter((g) => g.relayer_id === id && g.status === 'pending'))
-        busy = (await bundlePending(rt, relayer, ctx, g.entry_point)) || busy;
+        for (let n = 0; n < BUNDLES_A_PASS && (await bundlePending(rt, relayer, ctx, g.entry_point)); n++) busy = true;
     } catch (err) {
       rt.log.warn({ err, relayerId: id }, 'bundling: this pass failed for the relayer; trying again');
     }
@@ -278,7 +294,10 @@ export async function bundleOnce(rt: Runtime): Promise<boolean> {
 export function startBundler(rt: Runtime) {
   const state = rt.state(BUNDLER);
   let gather: NodeJS.Timeout | undefined;
-  const loop = startLoop(() => bundleOnce(rt), { idleMs: POLL_MS, onError: (err) => rt.log.error({ err }, 'bundler loop error') });
+  const loop = startLoop(() => bundleOnce(rt), {
+    idleMs: () => (state.inFlight ? SETTLE_POLL_MS : POLL_MS),
+    onError: (err) => rt.log.error({ err }, 'bundler loop error'),
+  });
   state.wake = () => {
     if (gather) return;
     gather = setTimeout(() => {

@@ -1,19 +1,21 @@
 // The EVM relayer's bundler JSON-RPC (ERC-7769) and paymaster JSON-RPC (ERC-7677): the EVM half of
 // core/relayers/bundler.ts. Acceptance of an operation: the policy, the relayer's paymaster, the
 // EntryPoint's simulation, then a durable row; bundling is bundling.ts's.
-import { getAddress, numberToHex, parseEventLogs, type Address, type Hex, type Log } from 'viem';
+import { getAddress, numberToHex, type Address, type Hex, type Log } from 'viem';
 import type { Relayer } from '../../../generated/prisma/client.js';
 import type { BundlerAnswer, BundlerOps } from '../../../core/relayers/direct.js';
 import type { Runtime } from '../../../core/runtime.js';
+import { slot } from '../../../core/state.js';
 import { evmContext, EvmSetupError, type EvmContext } from '../context.js';
 import { readEvmPolicy } from '../request.js';
 import { RpcUnavailableError } from '../rpc-client.js';
+import { USER_OPERATION_EVENT } from './bundle.js';
 import { wakeBundler } from './bundling.js';
 import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { entryPointAbi, estimateGas, judgeValidation, simulateValidation, windowEnd, type Validation } from './simulate.js';
+import { estimateGas, judgeValidation, simulateValidation, windowEnd, type Validation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { keepUserOp, keepUserOpWithin, reviveUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
@@ -34,7 +36,15 @@ export const APPROVAL_S = 15 * 60;
 
 const policyOf = (relayer: Relayer): UserOperationsPolicy | undefined => readEvmPolicy(relayer.policies).user_operations;
 
-type Call = { rt: Runtime; relayer: Relayer; ctx: EvmContext; policy: UserOperationsPolicy; params: unknown[] };
+type Call = {
+  rt: Runtime;
+  relayer: Relayer;
+  ctx: EvmContext;
+  policy: UserOperationsPolicy;
+  params: unknown[];
+  /** The rows a batch's reads name, read at once (by lower-case hash; null: no such row). */
+  rows?: Map<string, UserOpRow | null>;
+};
 
 const nowS = () => Math.floor(Date.now() / 1000);
 const window = (): Window => ({ validUntil: nowS() + APPROVAL_S, validAfter: 0 });
@@ -59,8 +69,21 @@ function checkChain(ctx: EvmContext, given: unknown): void {
   if (id !== BigInt(ctx.chainId)) throw invalidParams(`chainId: ${String(given)} is not this relayer's chain (${numberToHex(ctx.chainId)})`);
 }
 
+// A deployed paymaster's address is a CREATE2 hash of its whole creation code (about 0.4 ms):
+// computed once per relayer account and EntryPoint.
+const PAYMASTERS = slot('evm relayer paymasters', () => new Map<string, Address>());
+
+function paymasterOf(c: Pick<Call, 'rt' | 'policy' | 'relayer'>, entryPoint: Address): Address {
+  if ('address' in c.policy.paymaster) return relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const known = c.rt.state(PAYMASTERS);
+  const key = `${entryPoint.toLowerCase()} ${c.relayer.address.toLowerCase()}`;
+  let pm = known.get(key);
+  if (!pm) known.set(key, (pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address)));
+  return pm;
+}
+
 function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
-  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const pm = paymasterOf(c, entryPoint);
   if (!op.paymaster || op.paymaster.toLowerCase() !== pm.toLowerCase())
     throw invalidParams(`paymaster: this bundler takes operations its relayer's paymaster ${pm} pays for${op.paymaster ? `, not ${op.paymaster}` : ''}`);
   return pm;
@@ -136,7 +159,7 @@ function paymasterRequest(c: Call) {
   const { op, entryPoint } = readUserOp([raw, ep], 'estimate');
   checkEntryPoint(c.policy, entryPoint);
   checkChain(c.ctx, chainId);
-  const pm = relayerPaymaster(c.policy, entryPoint, c.relayer.address as Address);
+  const pm = paymasterOf(c, entryPoint);
   if (op.paymaster && op.paymaster.toLowerCase() !== pm.toLowerCase())
     throw invalidParams(`paymaster: ${op.paymaster} is not this relayer's paymaster (${pm})`);
   return { op, pm };
@@ -173,8 +196,27 @@ function readHash(params: unknown[]): Hex {
 }
 
 async function ownRow(c: Call, hash: Hex): Promise<UserOpRow | null> {
-  const row = await userOpByHash(c.rt.db, c.ctx.chainId, hash);
+  const row = c.rows?.has(hash) ? c.rows.get(hash)! : await userOpByHash(c.rt.db, c.ctx.chainId, hash);
   return row && row.relayerId === c.relayer.id ? row : null;
+}
+
+const READS = new Set(['eth_getUserOperationByHash', 'eth_getUserOperationReceipt']);
+
+/**
+ * The rows a batch of reads names, in one query (a client polling many operations sends one batch
+ * of them; each read on its own was a query). Nothing for fewer than two reads.
+ */
+async function batchRows(rt: Runtime, ctx: EvmContext, calls: { method: string; params: unknown }[]): Promise<Map<string, UserOpRow | null> | undefined> {
+  const hashes = new Set<string>();
+  for (const { method, params } of calls) {
+    const h = Array.isArray(params) ? params[0] : undefined;
+    if (READS.has(method) && typeof h === 'string' && /^0x[0-9a-fA-F]{64}$/.test(h)) hashes.add(h.toLowerCase());
+  }
+  if (hashes.size < 2) return undefined;
+  const rows = await rt.db.prisma.userOperation.findMany({ where: { chainId: ctx.chainId, hash: { in: [...hashes] } } });
+  const out = new Map<string, UserOpRow | null>([...hashes].map((h) => [h, null]));
+  for (const r of rows) if (!out.get(r.hash)) out.set(r.hash, r);
+  return out;
 }
 
 async function getUserOperationByHash(c: Call) {
@@ -190,26 +232,48 @@ async function getUserOperationByHash(c: Call) {
   };
 }
 
-/** The logs of one operation in its bundle: from the previous operation's event (or the start) to its own. */
+/**
+ * The logs of one operation in its bundle: from the previous operation's event (or the start) to its
+ * own. Events are told by their topics (UserOperationEvent's first indexed field is the hash).
+ */
 function opLogs(logs: Log[], entryPoint: string, hash: string): Log[] {
   const ep = entryPoint.toLowerCase();
   let start = 0;
   for (let i = 0; i < logs.length; i++) {
     const l = logs[i]!;
-    if (l.address.toLowerCase() !== ep) continue;
-    const [ev] = parseEventLogs({ abi: entryPointAbi, logs: [l], eventName: 'UserOperationEvent' });
-    if (!ev) continue;
-    if (ev.args.userOpHash.toLowerCase() === hash) return logs.slice(start, i + 1);
+    if (l.address.toLowerCase() !== ep || l.topics[0] !== USER_OPERATION_EVENT || l.topics.length !== 4) continue;
+    if (l.topics[1]?.toLowerCase() === hash) return logs.slice(start, i + 1);
     start = i + 1;
   }
   return [];
+}
+
+type ChainReceipt = { status: Hex; transactionHash: Hex; blockNumber: Hex; blockHash: Hex; logs: Log[] } & Record<string, unknown>;
+
+class NotMined extends Error {}
+
+/**
+ * A transaction's receipt, or null. Callers asking at once (a client polling a bundle's operations)
+ * share one call, and a receipt found is kept a second; "not mined yet" is not kept.
+ */
+async function chainReceipt(ctx: EvmContext, hash: string): Promise<ChainReceipt | null> {
+  try {
+    return await ctx.rpc.memo(`receipt ${hash.toLowerCase()}`, 1000, async () => {
+      const r = await ctx.rpc.request<ChainReceipt | null>('eth_getTransactionReceipt', [hash]);
+      if (!r) throw new NotMined();
+      return r;
+    });
+  } catch (e) {
+    if (e instanceof NotMined) return null;
+    throw e;
+  }
 }
 
 async function getUserOperationReceipt(c: Call) {
   const row = await ownRow(c, readHash(c.params));
   if (row?.status !== 'included' || !row.receipt) return null;
   const r = row.receipt as UserOpReceipt;
-  const receipt = await c.ctx.rpc.request<{ logs: Log[] } & Record<string, unknown>>('eth_getTransactionReceipt', [r.transactionHash]);
+  const receipt = await chainReceipt(c.ctx, r.transactionHash);
   if (!receipt) return null;
   const op = row.operation as { paymaster?: string };
   return {
@@ -260,10 +324,11 @@ export const evmBundler: BundlerOps = {
   async call(rt, relayer, calls) {
     const ctx = evmContext(rt, relayer);
     const policy = policyOf(relayer)!;
+    const rows = await batchRows(rt, ctx, calls);
     return Promise.all(
       calls.map(async ({ method, params }): Promise<BundlerAnswer> => {
         try {
-          return { ok: true, result: await HANDLERS[method]!({ rt, relayer, ctx, policy, params: params as unknown[] }) };
+          return { ok: true, result: await HANDLERS[method]!({ rt, relayer, ctx, policy, params: params as unknown[], rows }) };
         } catch (e) {
           return answerOf(rt, relayer, method, e);
         }

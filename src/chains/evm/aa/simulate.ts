@@ -4,7 +4,7 @@
 import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, parseAbi, size, toHex, type Address, type Hex } from 'viem';
 import { aaArtifact } from './canonical.js';
 import { codeOfReason, USEROP_CODES, UserOpError } from './errors.js';
-import { delegateOf, ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
+import { ENTRY_POINTS, packUserOp, type EntryPointVersion, type UserOp } from './userop.js';
 
 /** What of the project's EVM RPC client this needs. */
 export type Rpc = { request<T = unknown>(method: string, params?: unknown[]): Promise<T> };
@@ -76,17 +76,17 @@ function revertData(e: unknown): Hex | undefined {
 
 type Overrides = Record<string, { code?: Hex; balance?: Hex }>;
 
+/** The sender's code once its EIP-7702 authorization is in effect: the delegation designator. */
+export const delegationCode = (delegate: Address): Hex => `0xef0100${delegate.slice(2).toLowerCase()}` as Hex;
+
 /**
  * The state the simulation runs on: EntryPointSimulations at the EntryPoint, and for an EIP-7702
- * operation whose authorization is not yet in effect, the sender's code as it will be once it is.
+ * operation the sender's code as its authorization makes it. Not read first: when the sender is
+ * already delegated there, the override is the code it has (one eth_getCode less an operation).
  */
-async function overrides(rpc: Rpc, op: UserOp, version: EntryPointVersion, extra: Overrides = {}): Promise<Overrides> {
+function overrides(op: UserOp, version: EntryPointVersion, extra: Overrides = {}): Overrides {
   const o: Overrides = { [ENTRY_POINTS[version]]: { code: aaArtifact(version, 'EntryPointSimulations').deployedBytecode } };
-  if (op.authorization) {
-    const code = await rpc.request<Hex>('eth_getCode', [op.sender, 'latest']);
-    if (delegateOf(code)?.toLowerCase() !== op.authorization.address.toLowerCase())
-      o[op.sender] = { code: `0xef0100${op.authorization.address.slice(2)}` as Hex };
-  }
+  if (op.authorization) o[op.sender] = { code: delegationCode(op.authorization.address) };
   for (const [k, v] of Object.entries(extra)) o[k] = { ...o[k], ...v };
   return o;
 }
@@ -111,7 +111,7 @@ export type Validation = {
 /** simulateValidation: the account's and the paymaster's validation, as the EntryPoint would run them. */
 export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPointVersion): Promise<Validation> {
   const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'simulateValidation', args: [packUserOp(op)] });
-  const out = await simCall(rpc, version, data, await overrides(rpc, op, version));
+  const out = await simCall(rpc, version, data, overrides(op, version));
   const r = decodeFunctionResult({ abi: entryPointAbi, functionName: 'simulateValidation', data: out });
   return {
     preOpGas: r.returnInfo.preOpGas,
@@ -156,7 +156,7 @@ export async function simulateHandleOp(rpc: Rpc, op: UserOp, version: EntryPoint
     functionName: 'simulateHandleOp',
     args: [packUserOp(op), '0x0000000000000000000000000000000000000000', '0x'],
   });
-  const out = await simCall(rpc, version, data, await overrides(rpc, op, version, extra));
+  const out = await simCall(rpc, version, data, overrides(op, version, extra));
   const r = decodeFunctionResult({ abi: entryPointAbi, functionName: 'simulateHandleOp', data: out });
   return { preOpGas: r.preOpGas, paid: r.paid };
 }

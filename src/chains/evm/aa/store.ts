@@ -206,3 +206,25 @@ export async function markIncluded(db: Db, id: string, receipt: UserOpReceipt): 
   });
   return count ? db.prisma.userOperation.findUnique({ where: { id } }) : null;
 }
+
+const MARK_INCLUDED = `UPDATE user_operations AS u
+  SET status = 'included', receipt = x.receipt, status_reason = x.reason, updated_at = now()
+  FROM json_to_recordset($1::json) AS x(id text, receipt json, reason text)
+  WHERE u.id = x.id AND u.status IN ('pending', 'submitted')
+  RETURNING u.id`;
+
+/**
+ * markIncluded of many operations in one statement (a mined bundle's, each its own receipt); the
+ * ids of those it changed. The receipts are kept as written (json, not reordered).
+ */
+export async function markIncludedMany(
+  db: { prisma: Pick<Prisma.TransactionClient, '$queryRawUnsafe'> },
+  items: { id: string; receipt: UserOpReceipt }[],
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const rows = await db.prisma.$queryRawUnsafe<{ id: string }[]>(
+    MARK_INCLUDED,
+    JSON.stringify(items.map((i) => ({ id: i.id, receipt: i.receipt, reason: i.receipt.success ? null : (i.receipt.reason ?? 'the call reverted') }))),
+  );
+  return rows.map((r) => r.id);
+}

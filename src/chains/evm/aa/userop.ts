@@ -1,7 +1,8 @@
 // UserOperations of EntryPoint v0.7 and v0.8: the ERC-7769 JSON form (hex quantities), read into
 // viem's UserOperation (bigints) and written back; packing and the userOpHash are viem's.
-import { getAddress, isAddressEqual, numberToHex, type Address, type Hex, type SignedAuthorization } from 'viem';
-import { recoverAuthorizationAddress } from 'viem/utils';
+import { getAddress, hexToBytes, isAddressEqual, numberToHex, type Address, type Hex, type SignedAuthorization } from 'viem';
+import { hashAuthorization } from 'viem/utils';
+import { recoverEvmAddress } from '../../../signers/secp256k1.js';
 import { getUserOperationHash, toPackedUserOperation, type PackedUserOperation, type UserOperation } from 'viem/account-abstraction';
 import { z } from 'zod';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from './canonical.js';
@@ -235,11 +236,7 @@ export async function checkAuthorization(op: UserOp, chainId: number, accountNon
   if (a.nonce !== accountNonce) throw invalidParams(`eip7702Auth.nonce: ${a.nonce}, but the sender's account nonce is ${accountNonce}`);
   // Estimation and paymaster stub data come with a dummy signature (viem's), by design.
   if (!signed) return;
-  let signer: Address;
-  try {
-    signer = await recoverAuthorizationAddress({ authorization: a });
-  } catch {
-    throw new UserOpError(USEROP_CODES.signature, 'eip7702Auth: the signature does not recover');
-  }
+  const signer = recoverEvmAddress(hexToBytes(hashAuthorization(a)), { r: a.r, s: a.s, yParity: a.yParity ?? Number(a.v ?? -1n) });
+  if (!signer) throw new UserOpError(USEROP_CODES.signature, 'eip7702Auth: the signature does not recover');
   if (!isAddressEqual(signer, op.sender)) throw new UserOpError(USEROP_CODES.signature, `eip7702Auth: signed by ${signer}, not by the sender ${op.sender}`);
 }

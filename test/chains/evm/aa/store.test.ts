@@ -7,6 +7,7 @@ import {
   keepUserOpWithin,
   markFailed,
   markIncluded,
+  markIncludedMany,
   markPending,
   markSubmitted,
   pendingUserOps,
@@ -106,6 +107,31 @@ describe.each(await databaseKinds())('user operations on %s', (kind) => {
       (await db.prisma.transaction.findUnique({ where: { id: txId }, include: { userOperations: true } }))?.userOperations.map((u) => u.hash).sort(),
     ).toEqual([a.hash, b.hash].sort());
   });
+
+  it("records a bundle's inclusions in one statement, each its receipt; an operation already ended stays as it was", async () => {
+    await db.prisma.userOperation.updateMany({ where: { status: 'pending' }, data: { status: 'failed' } });
+    const [a, b, c] = [op(), op(), op()];
+    for (const o of [a, b, c]) await keepUserOp(db, o);
+    const [ra, rb, rc] = await pendingUserOps(db, 'r', ENTRY_POINT_V08, 10);
+    await markSubmitted(db, [ra!.id, rb!.id], txId);
+    await markFailed(db, [rc!.id], 'AA25 invalid account nonce');
+    const ok = { success: true, actualGasCost: '1000', actualGasUsed: '100', transactionHash: '0xaa', blockNumber: '7', blockHash: '0xbb' };
+    const reverted = { ...ok, success: false, actualGasCost: '2000', reason: '0x08c379a0' };
+    const changed = await markIncludedMany(db, [
+      { id: ra!.id, receipt: ok },
+      { id: rb!.id, receipt: reverted },
+      { id: rc!.id, receipt: ok },
+    ]);
+    expect(changed.sort()).toEqual([ra!.id, rb!.id].sort());
+    expect(await userOpByHash(db, 31337, a.hash)).toMatchObject({ status: 'included', receipt: ok, statusReason: null, transactionId: txId });
+    expect(await userOpByHash(db, 31337, b.hash)).toMatchObject({ status: 'included', receipt: reverted, statusReason: '0x08c379a0' });
+    expect(await userOpByHash(db, 31337, c.hash)).toMatchObject({ status: 'failed', receipt: null, statusReason: 'AA25 invalid account nonce' });
+    // Again: nothing left to change.
+    expect(await markIncludedMany(db, [{ id: ra!.id, receipt: reverted }])).toEqual([]);
+    expect(await userOpByHash(db, 31337, a.hash)).toMatchObject({ receipt: ok });
+    expect(await markIncludedMany(db, [])).toEqual([]);
+  });
+
   it('the per-sender limit is exact when its sends race: of 8 at once with a limit of 3, 3 are kept', async () => {
     const sender = '0x2222222222222222222222222222222222222222';
     const limit = { max: 3, since: new Date(Date.now() - 3_600_000) };
