@@ -29,8 +29,6 @@ export interface Work {
   lost?: boolean;
   /** Waiting behind a lower nonce of the account that is not mined yet. */
   behind?: boolean;
-  /** `tx`'s state in canonical form, worked out once for the row (a row read never changes). */
-  stored?: { tx: Transaction; canonical: string };
 }
 
 /** The network's pace, as decisions need it. */
@@ -124,13 +122,15 @@ export const unchanged = (w: Work) =>
   w.reason === undefined &&
   Object.keys(w.patch).length === 0 &&
   reasonOf(w) === w.tx.statusReason &&
-  canonicalJson(w.st) === storedCanonical(w);
+  canonicalJson(w.st) === storedCanonical(w.tx);
 
-function storedCanonical(w: Work): string {
-  const { tx } = w;
+// A row read from the database never changes, and the worker decides on the same row object at
+// every poll until it is written again: its state's canonical form is kept on the row itself.
+const CANONICAL = Symbol('stored state, canonical');
+function storedCanonical(tx: Transaction & { [CANONICAL]?: string }): string {
   // A new row's state is null: the same as the state it reads as.
-  if (w.stored?.tx !== tx) w.stored = { tx, canonical: canonicalJson(tx.chainState === null ? readState(tx) : tx.chainState) };
-  return w.stored.canonical;
+  tx[CANONICAL] ??= canonicalJson(tx.chainState === null ? readState(tx) : tx.chainState);
+  return tx[CANONICAL];
 }
 
 /** Every hash this transaction was ever signed as, at any nonce: any of them may be the one mined. */
