@@ -1,4 +1,5 @@
 import { invalid } from './domain-error.js';
+import { once } from '../lib/once.js';
 
 export const DEFAULT_PER_PAGE = 10;
 export const MAX_PER_PAGE = 100;
@@ -75,4 +76,69 @@ export function toSeek(first?: number | null, after?: string | null): Seek {
   // Up to the end of year 9999: the database's text form of a later time differs.
   if (!m || Number(m[1]) > LAST_MS) throw invalid('after: not a cursor of this list (give an endCursor or an edge cursor as returned)');
   return { first: n, after: { createdAt: new Date(Number(m[1])), id: m[2] } };
+}
+
+/** Whether a list goes on after a page, and the cursor to ask for what follows. */
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
+/** How a list of a parent (a relayer's) is read, newest first. */
+export interface ListReads<T> {
+  total(): Promise<number>;
+  /** `take` rows after the first `skip`. */
+  page(skip: number, take: number): Promise<T[]>;
+  /** `take` rows after the position `after` (from the newest without). */
+  after(after: Position | null, take: number): Promise<T[]>;
+  /** Throws when the parent does not exist: asked only when no row shows that it does. */
+  parent?(): Promise<unknown>;
+}
+
+/**
+ * A page of a list, by number (page, perPage) or by cursor (first, after). Whichever read the
+ * request asks for first (its rows, else its total) also shows that the parent exists, since the
+ * rows name it: the parent is read only when that answer is empty.
+ */
+export async function listPage<T extends Position>(
+  opts: { page?: number | null; perPage?: number | null; first?: number | null; after?: string | null },
+  reads: ListReads<T>,
+  ask: PageAsk,
+): Promise<Paged<T> & { pageInfo: () => Promise<PageInfo> }> {
+  const byCursor = opts.first != null || opts.after != null;
+  if (byCursor && (opts.page != null || opts.perPage != null)) throw invalid('give page and perPage, or first and after, not both');
+  const total = once(reads.total);
+  let list: { currentPage: number | null; perPage: number; rows: () => Promise<T[]>; more: (rows: T[]) => Promise<boolean> };
+  if (byCursor) {
+    const seek = toSeek(opts.first, opts.after);
+    // One row more than asked for tells whether the list goes on.
+    const read = once(() => reads.after(seek.after, seek.first + 1));
+    list = {
+      currentPage: null,
+      perPage: seek.first,
+      rows: async () => (await read()).slice(0, seek.first),
+      more: async () => (await read()).length > seek.first,
+    };
+  } else {
+    const p = toPage(opts.page, opts.perPage);
+    list = {
+      currentPage: p.currentPage,
+      perPage: p.perPage,
+      rows: once(() => reads.page(p.skip, p.perPage)),
+      more: async (rows) => p.skip + rows.length < (await total()),
+    };
+  }
+  const items = once(list.rows);
+  // Both asked for: the count runs beside the rows (on PostgreSQL, on a second connection).
+  if (ask.items && ask.total) total().catch(() => {});
+  if (reads.parent) {
+    const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
+    if (!found) await reads.parent();
+  }
+  const pageInfo = async () => {
+    const rows = await items();
+    const last = rows.at(-1);
+    return { hasNextPage: rows.length > 0 && (await list.more(rows)), endCursor: last ? toCursor(last) : null };
+  };
+  return { ...paged(list, items, total), pageInfo };
 }

@@ -2,11 +2,9 @@
 // the EVM family, src/chains/evm/aa/store.ts): one by hash, a relayer's as a list, newest first.
 import type { Prisma, UserOperation, UserOperationStatus } from '../generated/prisma/client.js';
 import { invalid, notFound } from './domain-error.js';
-import { once } from '../lib/once.js';
-import { type Paged, paged, type PageAsk, toCursor, toPage, toSeek } from './page.js';
+import { listPage, type PageAsk, type PageInfo, type Paged } from './page.js';
 import { getRelayer } from './relayers/service.js';
 import type { Runtime } from './runtime.js';
-import type { PageInfo } from './transactions/service.js';
 
 export type { UserOperation };
 
@@ -37,52 +35,27 @@ const NEWEST: Prisma.UserOperationOrderByWithRelationInput[] = [{ createdAt: 'de
  * A page of a relayer's operations, newest first, by number (page, perPage) or by cursor (first,
  * after), as a relayer's transactions are listed. The relayer is read when the answer is empty.
  */
-export async function listUserOperations(
+export function listUserOperations(
   rt: Runtime,
   relayerId: string,
   opts: { page?: number | null; perPage?: number | null; status?: UserOperationStatus | null; first?: number | null; after?: string | null },
   ask: PageAsk = { items: true, total: true },
   relayerKnown = false,
 ): Promise<Paged<UserOperation> & { pageInfo: () => Promise<PageInfo> }> {
-  const byCursor = opts.first != null || opts.after != null;
-  if (byCursor && (opts.page != null || opts.perPage != null)) throw invalid('give page and perPage, or first and after, not both');
   const where: Prisma.UserOperationWhereInput = { relayerId, ...(opts.status ? { status: opts.status } : {}) };
-  const total = once(() => rt.db.prisma.userOperation.count({ where }));
-  let list: { currentPage: number | null; perPage: number; rows: () => Promise<UserOperation[]>; more: (rows: UserOperation[]) => Promise<boolean> };
-  if (byCursor) {
-    const seek = toSeek(opts.first, opts.after);
-    const after = seek.after;
-    const read = once(() =>
-      rt.db.prisma.userOperation.findMany({
-        where: after ? { ...where, OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : where,
-        orderBy: NEWEST,
-        take: seek.first + 1,
-      }),
-    );
-    list = {
-      currentPage: null,
-      perPage: seek.first,
-      rows: async () => (await read()).slice(0, seek.first),
-      more: async () => (await read()).length > seek.first,
-    };
-  } else {
-    const p = toPage(opts.page, opts.perPage);
-    list = {
-      currentPage: p.currentPage,
-      perPage: p.perPage,
-      rows: once(() => rt.db.prisma.userOperation.findMany({ where, orderBy: NEWEST, skip: p.skip, take: p.perPage })),
-      more: async (rows) => p.skip + rows.length < (await total()),
-    };
-  }
-  const items = once(list.rows);
-  if (!relayerKnown) {
-    const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
-    if (!found) await getRelayer(rt, relayerId);
-  }
-  const pageInfo = async () => {
-    const rows = await items();
-    const last = rows.at(-1);
-    return { hasNextPage: rows.length > 0 && (await list.more(rows)), endCursor: last ? toCursor(last) : null };
-  };
-  return { ...paged(list, items, total), pageInfo };
+  return listPage(
+    opts,
+    {
+      total: () => rt.db.prisma.userOperation.count({ where }),
+      page: (skip, take) => rt.db.prisma.userOperation.findMany({ where, orderBy: NEWEST, skip, take }),
+      after: (after, take) =>
+        rt.db.prisma.userOperation.findMany({
+          where: after ? { ...where, OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : where,
+          orderBy: NEWEST,
+          take,
+        }),
+      ...(relayerKnown ? {} : { parent: () => getRelayer(rt, relayerId) }),
+    },
+    ask,
+  );
 }

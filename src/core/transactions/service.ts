@@ -5,8 +5,7 @@ import type { Runtime } from '../runtime.js';
 import type { NetworkType } from '../family-list.js';
 import { getRelayer, relayerSnapshot } from '../relayers/service.js';
 import { canonicalJson } from '../../lib/json.js';
-import { once } from '../../lib/once.js';
-import { type Paged, paged, toCursor, toPage, toSeek, type PageAsk } from '../page.js';
+import { listPage, type PageAsk, type PageInfo, type Paged } from '../page.js';
 import { insertAccepted } from './intake.js';
 import { parseShape } from './shapes.js';
 import { readPage } from './pages.js';
@@ -15,11 +14,7 @@ import { isUniqueViolation } from '../../db/unique-violation.js';
 
 export const FINAL_STATUSES: TransactionStatus[] = ['confirmed', 'failed', 'expired', 'canceled'];
 
-/** Whether a list goes on after a page, and the cursor to ask for what follows. */
-export interface PageInfo {
-  hasNextPage: boolean;
-  endCursor: string | null;
-}
+export type { PageInfo } from '../page.js';
 
 /**
  * A page of a relayer's transactions, by number (page, perPage) or by cursor (first, after). Whichever
@@ -27,49 +22,23 @@ export interface PageInfo {
  * since its transactions name it: the relayer is read only when that answer is empty (or never,
  * when the caller already holds it).
  */
-export async function listTransactions(
+export function listTransactions(
   rt: Runtime,
   relayerId: string,
   opts: { page?: number | null; perPage?: number | null; status?: TransactionStatus | null; first?: number | null; after?: string | null },
   ask: PageAsk = { items: true, total: true },
   relayerKnown = false,
 ): Promise<Paged<Transaction> & { pageInfo: () => Promise<PageInfo> }> {
-  const byCursor = opts.first != null || opts.after != null;
-  if (byCursor && (opts.page != null || opts.perPage != null)) throw invalid('give page and perPage, or first and after, not both');
-  let list: { currentPage: number | null; perPage: number; rows: () => Promise<Transaction[]>; more: (rows: Transaction[]) => Promise<boolean> };
-  const total = once(() => countTransactions(rt, relayerId, opts.status));
-  if (byCursor) {
-    const seek = toSeek(opts.first, opts.after);
-    // One row more than asked for tells whether the list goes on.
-    const read = once(() => readAfter(rt, relayerId, opts.status, seek.after, seek.first + 1));
-    list = {
-      currentPage: null,
-      perPage: seek.first,
-      rows: async () => (await read()).slice(0, seek.first),
-      more: async () => (await read()).length > seek.first,
-    };
-  } else {
-    const p = toPage(opts.page, opts.perPage);
-    list = {
-      currentPage: p.currentPage,
-      perPage: p.perPage,
-      rows: once(() => readPage(rt, relayerId, opts.status, p.skip, p.perPage)),
-      more: async (rows) => p.skip + rows.length < (await total()),
-    };
-  }
-  const items = once(list.rows);
-  // Both asked for: the count runs beside the rows (on PostgreSQL, on a second connection).
-  if (ask.items && ask.total) total().catch(() => {});
-  if (!relayerKnown) {
-    const found = ask.items ? (await items()).length > 0 : ask.total ? (await total()) > 0 : false;
-    if (!found) await getRelayer(rt, relayerId);
-  }
-  const pageInfo = async () => {
-    const rows = await items();
-    const last = rows.at(-1);
-    return { hasNextPage: rows.length > 0 && (await list.more(rows)), endCursor: last ? toCursor(last) : null };
-  };
-  return { ...paged(list, items, total), pageInfo };
+  return listPage(
+    opts,
+    {
+      total: () => countTransactions(rt, relayerId, opts.status),
+      page: (skip, take) => readPage(rt, relayerId, opts.status, skip, take),
+      after: (after, take) => readAfter(rt, relayerId, opts.status, after, take),
+      ...(relayerKnown ? {} : { parent: () => getRelayer(rt, relayerId) }),
+    },
+    ask,
+  );
 }
 
 export async function getTransaction(rt: Runtime, id: string, relayerId?: string | null): Promise<Transaction> {
