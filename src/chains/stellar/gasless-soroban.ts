@@ -31,7 +31,7 @@ import {
   type ForwardCall,
 } from './fee-forwarder.js';
 import type { StellarPolicy } from './policy.js';
-import { StellarRequestError } from './request-error.js';
+import { fieldError as fail, policyError } from './request-error.js';
 import type { StellarTransactionRequest } from './request.js';
 import type { RawSimulateResponse, StellarRpc } from './rpc-client.js';
 
@@ -51,9 +51,6 @@ export interface SorobanGaslessCtx {
   rpc: StellarRpc;
   policy: StellarPolicy;
 }
-
-const fail = (field: string, reason: string) => new StellarRequestError(`${field}: ${reason}`, field);
-const policyError = (rule: string, reason: string) => new StellarRequestError(`policy ${rule}: ${reason}`, `policy.${rule}`);
 
 /** The user's contract call: the one operation of its transaction. */
 type UserCall = { user: string; target: string; targetFn: string; targetArgs: xdr.ScVal[] };

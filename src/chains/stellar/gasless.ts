@@ -13,7 +13,7 @@ import type { Network } from '../../core/settings.js';
 import { toOperation, type StellarSignerLike } from './build.js';
 import { buildSoroban, isSorobanCall, quoteSoroban, type SorobanBuild, type SorobanQuote } from './gasless-soroban.js';
 import { amountOfStroops, horizonSource, stroopsOf } from './horizon-price.js';
-import { StellarRequestError } from './request-error.js';
+import { StellarRequestError, fieldError as fail, policyError } from './request-error.js';
 import { parseStellarRequest } from './request.js';
 import type { StellarPolicy } from './policy.js';
 import type { StellarRpc } from './rpc-client.js';
@@ -56,9 +56,6 @@ export type StellarBuild = {
   fee_token: string;
   valid_until: string;
 };
-
-const fail = (field: string, reason: string) => new StellarRequestError(`${field}: ${reason}`, field);
-const policyError = (rule: string, reason: string) => new StellarRequestError(`policy ${rule}: ${reason}`, `policy.${rule}`);
 
 type FeeToken = { id: string; native: true } | { id: string; native: false; code: string; issuer: string };
 

@@ -13,3 +13,8 @@ export class StellarRequestError extends Error {
 export function fieldError(field: string, reason: string): StellarRequestError {
   return new StellarRequestError(`${field}: ${reason}`, field);
 }
+
+/** A request the relayer's policy refuses: the message and the field name the rule. */
+export function policyError(rule: string, reason: string): StellarRequestError {
+  return new StellarRequestError(`policy ${rule}: ${reason}`, `policy.${rule}`);
+}
