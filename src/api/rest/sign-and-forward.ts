@@ -34,6 +34,10 @@ function messageSignature(s: RestMessageSignatureFragment) {
   return s.__typename === 'EvmSignature' ? { r: s.r, s: s.s, v: s.v, sig: s.sig } : { signature: s.signature, public_key: s.publicKey };
 }
 
+/** A JSON-RPC 2.0 request or a batch of them, as the /rpc and /bundler bodies are documented. */
+const JSON_RPC_REQUESTS = {
+  oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }],
+};
 export const directRoutes: Route[] = [
   {
     id: 'signData',
@@ -166,7 +170,7 @@ export const directRoutes: Route[] = [
       variable: 'request',
       description: 'A JSON-RPC 2.0 request or a batch of them.',
       schema: z.object({}),
-      json: { oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }] },
+      json: JSON_RPC_REQUESTS,
       example: { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] },
     },
     status: 200,
@@ -191,7 +195,7 @@ export const directRoutes: Route[] = [
       description: 'A JSON-RPC 2.0 request or a batch of them.',
       schema: z.object({}),
       text: true,
-      json: { oneOf: [{ $ref: '#/components/schemas/JsonRpcRequest' }, { type: 'array', items: { $ref: '#/components/schemas/JsonRpcRequest' } }] },
+      json: JSON_RPC_REQUESTS,
       example: { jsonrpc: '2.0', id: 1, method: 'eth_supportedEntryPoints', params: [] },
     },
     status: 200,
