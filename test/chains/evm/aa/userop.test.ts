@@ -130,7 +130,9 @@ describe('hashes', () => {
     ] as const)
       for (const chainId of [1, 31337, 2 ** 40])
         for (const op of shapes)
-          expect(userOpHash(op, version, chainId)).toBe(getUserOperationHash({ userOperation: op as never, entryPointAddress, entryPointVersion: version, chainId }));
+          expect(userOpHash(op, version, chainId)).toBe(
+            getUserOperationHash({ userOperation: op as never, entryPointAddress, entryPointVersion: version, chainId }),
+          );
   });
 
   it('an EIP-7702 operation without an authorization hashes with the delegate read from its code', () => {
