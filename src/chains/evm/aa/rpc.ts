@@ -92,8 +92,13 @@ function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
 /** An operation read, checked against the policy and hashed, waiting for its group. */
 type Sent = { c: Call; op: UserOp; version: '0.7' | '0.8'; entryPoint: Address; hash: Hex; resolve(h: Hex): void; reject(e: unknown): void };
 
-/** Operations of one group at most (its JSON-RPC batch is two calls each, at most). */
+/** Operations of one group at most. */
 const MAX_GROUP = 200;
+/**
+ * Calls of one HTTP request of a group's batch (the requests go at once): each simulation carries
+ * EntryPointSimulations' code (tens of kilobytes), and nodes bound a request's size.
+ */
+const BATCH_CHUNK = 16;
 
 // A relayer's sends waiting while a group of its sends is being accepted; they go together next.
 const INTAKE = slot('evm bundler intake', () => new Map<string, { busy: boolean; waiting: Sent[] }>());
@@ -146,7 +151,7 @@ async function acceptGroup(group: Sent[]): Promise<void> {
   });
   const [rows, outcomes] = await Promise.all([
     userOpsByHash(rt.db, ctx.chainId, [...new Set(group.map((s) => s.hash))]),
-    ctx.rpc.batch(calls, { chunk: calls.length }),
+    ctx.rpc.batch(calls, { chunk: BATCH_CHUNK }),
   ]);
   const known = new Map(rows.map((r) => [keyOf(r.entryPoint, r.hash), r]));
   const block = outcomes[0]!;
