@@ -46,8 +46,15 @@ type Call = {
   rows?: Map<string, UserOpRow | null>;
 };
 
-const nowS = () => Math.floor(Date.now() / 1000);
-const window = (): Window => ({ validUntil: nowS() + APPROVAL_S, validAfter: 0 });
+type Block = { timestamp: Hex };
+const LATEST_BLOCK = { method: 'eth_getBlockByNumber', params: ['latest', false] };
+const timeOf = (b: Block) => Number(BigInt(b.timestamp));
+
+/** The paymaster's approval window, from the chain's time (which the EntryPoint checks it by; read at most once a second). */
+async function window(ctx: EvmContext): Promise<Window> {
+  const now = await ctx.rpc.memo('latest block time', 1000, async () => timeOf(await ctx.rpc.request<Block>(LATEST_BLOCK.method, LATEST_BLOCK.params)));
+  return { validUntil: now + APPROVAL_S, validAfter: 0 };
+}
 
 async function accountNonce(ctx: EvmContext, sender: Address): Promise<number> {
   return Number(BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [sender, 'latest'])));
@@ -144,7 +151,7 @@ const keyOf = (entryPoint: string, hash: string) => `${entryPoint.toLowerCase()}
  */
 async function acceptGroup(group: Sent[]): Promise<void> {
   const { rt, ctx, relayer, policy } = group[0]!.c;
-  const calls: { method: string; params: unknown[] }[] = [{ method: 'eth_getBlockByNumber', params: ['latest', false] }];
+  const calls: { method: string; params: unknown[] }[] = [LATEST_BLOCK];
   const at = group.map((s) => {
     const nonce = s.op.authorization ? calls.push({ method: 'eth_getTransactionCount', params: [s.op.sender, 'latest'] }) - 1 : -1;
     return { nonce, validation: calls.push(validationCall(s.op, s.version)) - 1 };
@@ -157,7 +164,7 @@ async function acceptGroup(group: Sent[]): Promise<void> {
   const block = outcomes[0]!;
   if (!block.ok) throw block.error;
   // Windows are the EntryPoint's: judged by the chain's time, not this machine's.
-  const chainNow = Number(BigInt((block.result as { timestamp: Hex }).timestamp));
+  const chainNow = timeOf(block.result as Block);
   /** The first accepted send of each operation, and the same operation's sends after it. */
   const leaders = new Map<string, { s: Sent; again: UserOpRow | undefined; v: Validation; followers: Sent[] }>();
   const refused: { s: Sent; e: unknown }[] = [];
@@ -266,7 +273,7 @@ async function getPaymasterStubData(c: Call) {
   const { op, pm } = paymasterRequest(c);
   checkSponsorship(c.policy, op, false);
   // No gas limits: the estimate fills them, and pm_getPaymasterData approves them.
-  return { paymaster: pm, paymasterData: paymasterData(window(), STUB_SIGNATURE), isFinal: false, sponsor: { name: `relayer ${c.relayer.id}` } };
+  return { paymaster: pm, paymasterData: paymasterData(await window(c.ctx), STUB_SIGNATURE), isFinal: false, sponsor: { name: `relayer ${c.relayer.id}` } };
 }
 
 async function getPaymasterData(c: Call) {
@@ -281,7 +288,7 @@ async function getPaymasterData(c: Call) {
   checkSponsorship(c.policy, mine, true);
   const signer = c.ctx.signer;
   if (!signer) throw new UserOpError(USEROP_CODES.paymaster, `relayer ${c.relayer.id} has no signer loaded on this service to approve with`);
-  const w = window();
+  const w = await window(c.ctx);
   const signature = await signer.account.signTypedData(approvalTypedData(packUserOp(mine), pm, c.ctx.chainId, w));
   return { paymaster: pm, paymasterData: paymasterData(w, signature) };
 }
