@@ -164,13 +164,17 @@ export async function keepUserOps(db: Database, ops: KeepOp[], limit?: SenderLim
   if (limit) for (const k of [...new Set(ops.map((o) => lockKey(o.relayerId, o.sender)))].sort()) statements.push({ sql: LOCK_SENDER, params: [k] });
   // Each operation's statement (undefined: in the one insert of the new ones without a limit).
   const own: (number | undefined)[] = [];
-  const plain = ops.filter((o) => !o.revive && !limit);
-  for (const o of ops) {
-    if (!o.revive && !limit) {
-      own.push(undefined);
-      continue;
-    }
-    own.push(statements.length);
+  // Rows written in one order (by key) where no sender lock orders them: two writers (instances,
+  // groups) with rows in common cannot each hold one the other waits for. Under a limit, in
+  // arrival order: the senders' locks, taken first, keep writers of the same rows apart.
+  const byKey = (o: KeepOp) => `${key(o).entryPoint} ${key(o).hash}`;
+  const order = ops.map((_, i) => i);
+  if (!limit) order.sort((a, b) => (byKey(ops[a]!) < byKey(ops[b]!) ? -1 : 1));
+  const plain = order.map((i) => ops[i]!).filter((o) => !o.revive && !limit);
+  for (const i of order) {
+    const o = ops[i]!;
+    if (!o.revive && !limit) continue;
+    own[i] = statements.length;
     if (o.revive) {
       const base = [o.revive, o.relayerId, json(o), until(o)];
       statements.push({ sql: REVIVE(!!limit), params: limit ? [...base, o.sender, since, limit.max, now] : [...base, now] });
