@@ -8,6 +8,7 @@ import {
   defineChain,
   encodeFunctionData,
   http,
+  numberToHex,
   parseAbi,
   type Address,
   type Chain,
@@ -45,6 +46,8 @@ const BUNDLER = '/api/v1/relayers/evm-relayer/bundler';
 const CALLER_RECORDER_INIT: Hex = '0x63335f55005f526004601cf3';
 const PM08 = paymasterDeployment(ENTRY_POINT_V08, DEV_ADDRESS, DEV_ADDRESS);
 const PM07 = paymasterDeployment(ENTRY_POINT_V07, DEV_ADDRESS, DEV_ADDRESS);
+/** secp256k1's order. */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 type Ctx = { svc: TestService; chain: Chain; pub: PublicClient<HttpTransport, Chain>; recorder: Address; other: Address };
 
@@ -394,6 +397,43 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     const altered = { ...o.json, callGasLimit: '0x1' };
     expect((await rpcError(c, 'eth_sendUserOperation', [altered, ENTRY_POINT_V08])).code).toBeOneOf([-32500, -32501, -32507]);
     expect(await rowsOf(c)).toBe(rows);
+  }, 60_000);
+
+  it('refuses an EIP-7702 authorization with a high s (the node would skip it), when sending and estimating; nothing stored', async () => {
+    const rows = await rowsOf(c);
+    const txs = await txCount(c);
+    const o = await signedOp(c, c.recorder);
+    // Its twin s' = n - s, yParity flipped: it recovers to the same user, and the operation's
+    // signature (which covers the delegate, not the authorization's signature) stays valid.
+    const auth = o.json.eip7702Auth!;
+    const twin = { ...auth, s: numberToHex(SECP256K1_N - BigInt(auth.s), { size: 32 }), yParity: BigInt(auth.yParity) === 0n ? '0x1' : '0x0' };
+    const highS = { ...o.json, eip7702Auth: twin };
+    for (const method of ['eth_sendUserOperation', 'eth_estimateUserOperationGas'])
+      expect(await rpcError(c, method, [highS, ENTRY_POINT_V08])).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/^eip7702Auth\.s: is above secp256k1n\/2, and EIP-7702 skips such an authorization/),
+      });
+    expect(await rowsOf(c)).toBe(rows);
+    expect(await txCount(c)).toBe(txs);
+    // What anvil does with it: a type-4 transaction carrying it is mined, and the authorization
+    // skipped (the user's code and nonce untouched); a bundle carrying it would have reverted.
+    const wallet = createWalletClient({
+      chain: c.chain,
+      transport: http(c.svc.anvil!.url),
+      account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 2 }),
+    });
+    const skipped = await wallet.sendTransaction({
+      to: wallet.account.address,
+      gas: 100_000n,
+      authorizationList: [{ address: auth.address, chainId: c.chain.id, nonce: 0, r: auth.r, s: twin.s as Hex, yParity: Number(BigInt(twin.yParity)) }],
+    });
+    expect((await c.pub.waitForTransactionReceipt({ hash: skipped })).status).toBe('success');
+    expect(await c.pub.getCode({ address: o.owner.address })).toBeUndefined();
+    expect(await c.pub.getTransactionCount({ address: o.owner.address })).toBe(0);
+    // The same operation with its low-s authorization goes.
+    const hash = await rpcOk(c, 'eth_sendUserOperation', [o.json, ENTRY_POINT_V08]);
+    await waitOp(c, hash, 'included');
+    expect(await rowsOf(c)).toBe(rows + 1);
   }, 60_000);
 
   it('answers JSON-RPC errors, never a 500: malformed JSON, unknown methods, bad params, a relayer without the policy', async () => {
