@@ -149,12 +149,18 @@ async function setPolicy(c: Ctx, userOperations: object | null) {
 }
 
 /** A 7702 operation prepared through the bundler route (stub data, estimate, paymaster data) and signed, not sent. */
-async function signedOp(c: Ctx, to: Address, user?: Awaited<ReturnType<typeof fresh7702>>, opts: { nonce?: bigint; approvalUntil?: number } = {}) {
+async function signedOp(
+  c: Ctx,
+  to: Address,
+  user?: Awaited<ReturnType<typeof fresh7702>>,
+  opts: { nonce?: bigint; approvalUntil?: number; delegated?: boolean } = {},
+) {
   const u = user ?? (await fresh7702(c));
   const bundler = bundlerClient(c, u.account);
   const prepared = (await bundler.prepareUserOperation({
     calls: [{ to, data: '0x' }],
-    authorization: u.authorization,
+    // An account delegated already: no authorization, and (viem sees its code) no factory.
+    authorization: opts.delegated ? undefined : u.authorization,
     ...(opts.nonce !== undefined ? { nonce: opts.nonce } : {}),
   })) as UserOperation<'0.8'>;
   if (opts.approvalUntil !== undefined) {
@@ -708,3 +714,129 @@ describe.each(await databaseKinds())("a bundle's valid_until and its operations'
     expect((await waitOp(c, shortHash!, 'failed')).transactionId).toBe(bundle.id);
   }, 120_000);
 });
+
+describe.each(await databaseKinds())('a bundle that reverts on chain (%s)', (db) => {
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM08.address } });
+  }, 120_000);
+  afterAll(async () => {
+    await c?.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never }).catch(() => {});
+    await c?.svc.stop();
+  });
+
+  it('is a failed transaction of the relayer; the operation invalidated after its broadcast fails with its reason, the others land once', async () => {
+    // A user delegated already (its first operation included), whose next operation carries no authorization.
+    const first = await signedOp(c, c.recorder);
+    await waitOp(c, await rpcOk(c, 'eth_sendUserOperation', [first.json, ENTRY_POINT_V08]), 'included');
+    const [broken, b, d] = await Promise.all([signedOp(c, c.other, first, { delegated: true }), signedOp(c, c.recorder), signedOp(c, c.recorder)]);
+    expect(broken.json.eip7702Auth).toBeUndefined();
+
+    // Nothing is mined until the test says so: the bundle of the three is sent and waits in the node's pool.
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    const { body } = await callBundler(
+      c,
+      [broken, b, d].map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    const hashes = body.map((x: any) => x.result as string);
+    expect(hashes.every((h: string) => /^0x[0-9a-f]{64}$/.test(h))).toBe(true);
+    const [brokenHash, bHash, dHash] = hashes as [string, string, string];
+    const bundleId = (await waitOp(c, brokenHash, 'submitted')).transactionId!;
+    for (const h of [bHash, dHash]) expect((await waitOp(c, h, 'submitted')).transactionId).toBe(bundleId);
+    const sentHash = await until(async () => {
+      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
+      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
+    }, 'the bundle in the node pool');
+
+    // Then the first user's delegation is gone: its validation fails (AA20) when the bundle runs,
+    // and handleOps reverts (FailedOp) as a whole.
+    await c.pub.request({ method: 'anvil_setCode' as never, params: [first.owner.address, '0x'] as never });
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    await c.pub.request({ method: 'evm_mine' as never, params: [] as never });
+    expect((await c.pub.getTransactionReceipt({ hash: sentHash })).status).toBe('reverted');
+
+    // The bundle, as any transaction of the relayer: failed, reverted.
+    const rest = await until(async () => {
+      const res = await c.svc.request('GET', `/api/v1/relayers/evm-relayer/transactions/${bundleId}`);
+      const data = ((await res.json()) as any).data;
+      return data.status === 'failed' ? data : null;
+    }, 'the bundle transaction failed');
+    expect(rest.status_reason).toMatch(/revert/);
+    expect(rest.hash).toBe(sentHash);
+
+    // The invalidated operation fails with the EntryPoint's reason; the others go in another bundle.
+    const failed = await waitOp(c, brokenHash, 'failed');
+    expect(failed.statusReason).toMatch(/^AA20 account not deployed/);
+    const [rb, rd] = [await waitOp(c, bHash, 'included'), await waitOp(c, dHash, 'included')];
+    expect(rb.transactionId).not.toBe(bundleId);
+    expect(rd.transactionId).toBe(rb.transactionId);
+    const gql = await c.svc.gql('query($h: String!) { userOperation(hash: $h) { status statusReason transaction { id } } }', { h: brokenHash });
+    expect(gql.data.userOperation).toMatchObject({ status: 'failed', statusReason: failed.statusReason });
+    expect(await rpcOk(c, 'eth_getUserOperationByHash', [brokenHash])).toMatchObject({ transactionHash: null, blockNumber: null });
+    expect(await rpcOk(c, 'eth_getUserOperationReceipt', [brokenHash])).toBeNull();
+    for (const h of [bHash, dHash]) {
+      const receipt = await rpcOk(c, 'eth_getUserOperationReceipt', [h]);
+      expect(receipt).toMatchObject({ userOpHash: h, success: true });
+      expect(receipt.receipt.transactionHash).not.toBe(sentHash);
+    }
+    // Exactly once on chain each, and never the invalidated one.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await opEvents(c, bHash)).toHaveLength(1);
+    expect(await opEvents(c, dHash)).toHaveLength(1);
+    expect(await opEvents(c, brokenHash)).toHaveLength(0);
+    expect(await callerOf(c, c.other)).toBe(`0x${'0'.repeat(40)}`);
+    const events = (await c.svc.rt.db.prisma.delivery.findMany({ where: { event: 'user_operation_update' } })).map((x) => JSON.parse(x.body).payload);
+    expect(events.filter((e) => hashes.includes(e.hash)).map((e) => [e.hash, e.status])).toEqual(
+      expect.arrayContaining([
+        [brokenHash, 'failed'],
+        [bHash, 'included'],
+        [dHash, 'included'],
+      ]),
+    );
+    expect(events.filter((e) => hashes.includes(e.hash))).toHaveLength(3);
+  }, 120_000);
+
+  it('one whose EIP-7702 authorization went stale after its broadcast fails with that reason, and is never sent again; the other lands once', async () => {
+    const [stale, e] = await Promise.all([signedOp(c, c.other), signedOp(c, c.recorder)]);
+    const txs = await txCount(c);
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    const { body } = await callBundler(
+      c,
+      [stale, e].map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    const [staleHash, eHash] = body.map((x: any) => x.result as string) as [string, string];
+    const bundleId = (await waitOp(c, staleHash, 'submitted')).transactionId!;
+    expect((await waitOp(c, eHash, 'submitted')).transactionId).toBe(bundleId);
+    const sentHash = await until(async () => {
+      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
+      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
+    }, 'the bundle in the node pool');
+    // The user's account nonce moves on (as if it had sent a transaction of its own): its
+    // authorization (nonce 0) is skipped, it stays undelegated, and handleOps reverts.
+    await c.pub.request({ method: 'anvil_setNonce' as never, params: [stale.owner.address, '0x1'] as never });
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    await c.pub.request({ method: 'evm_mine' as never, params: [] as never });
+    expect((await c.pub.getTransactionReceipt({ hash: sentHash })).status).toBe('reverted');
+    expect(await c.pub.getCode({ address: stale.owner.address })).toBeUndefined();
+
+    const failed = await waitOp(c, staleHash, 'failed');
+    expect(failed.statusReason).toMatch(/^eip7702Auth: its nonce 0 is not the sender's account nonce \(1\) any more, and the sender is not delegated/);
+    const included = await waitOp(c, eHash, 'included');
+    expect(included.transactionId).not.toBe(bundleId);
+    // Two transactions: the reverted bundle and the one that carried the other; nothing reverted again.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await txCount(c)).toBe(txs + 2);
+    expect(await opEvents(c, eHash)).toHaveLength(1);
+    expect(await opEvents(c, staleHash)).toHaveLength(0);
+  }, 120_000);
+});
+
+async function until<T>(f: () => Promise<T | null | undefined | false | ''>, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
