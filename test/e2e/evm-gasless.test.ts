@@ -8,6 +8,7 @@ import {
   defineChain,
   encodeFunctionData,
   http,
+  numberToHex,
   parseAbi,
   type Address,
   type Chain,
@@ -45,6 +46,8 @@ const BUNDLER = '/api/v1/relayers/evm-relayer/bundler';
 const CALLER_RECORDER_INIT: Hex = '0x63335f55005f526004601cf3';
 const PM08 = paymasterDeployment(ENTRY_POINT_V08, DEV_ADDRESS, DEV_ADDRESS);
 const PM07 = paymasterDeployment(ENTRY_POINT_V07, DEV_ADDRESS, DEV_ADDRESS);
+/** secp256k1's order. */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 type Ctx = { svc: TestService; chain: Chain; pub: PublicClient<HttpTransport, Chain>; recorder: Address; other: Address };
 
@@ -146,12 +149,18 @@ async function setPolicy(c: Ctx, userOperations: object | null) {
 }
 
 /** A 7702 operation prepared through the bundler route (stub data, estimate, paymaster data) and signed, not sent. */
-async function signedOp(c: Ctx, to: Address, user?: Awaited<ReturnType<typeof fresh7702>>, opts: { nonce?: bigint; approvalUntil?: number } = {}) {
+async function signedOp(
+  c: Ctx,
+  to: Address,
+  user?: Awaited<ReturnType<typeof fresh7702>>,
+  opts: { nonce?: bigint; approvalUntil?: number; delegated?: boolean } = {},
+) {
   const u = user ?? (await fresh7702(c));
   const bundler = bundlerClient(c, u.account);
   const prepared = (await bundler.prepareUserOperation({
     calls: [{ to, data: '0x' }],
-    authorization: u.authorization,
+    // An account delegated already: no authorization, and (viem sees its code) no factory.
+    authorization: opts.delegated ? undefined : u.authorization,
     ...(opts.nonce !== undefined ? { nonce: opts.nonce } : {}),
   })) as UserOperation<'0.8'>;
   if (opts.approvalUntil !== undefined) {
@@ -394,6 +403,43 @@ describe.each(await databaseKinds())('gasless EVM through the bundler route (%s)
     const altered = { ...o.json, callGasLimit: '0x1' };
     expect((await rpcError(c, 'eth_sendUserOperation', [altered, ENTRY_POINT_V08])).code).toBeOneOf([-32500, -32501, -32507]);
     expect(await rowsOf(c)).toBe(rows);
+  }, 60_000);
+
+  it('refuses an EIP-7702 authorization with a high s (the node would skip it), when sending and estimating; nothing stored', async () => {
+    const rows = await rowsOf(c);
+    const txs = await txCount(c);
+    const o = await signedOp(c, c.recorder);
+    // Its twin s' = n - s, yParity flipped: it recovers to the same user, and the operation's
+    // signature (which covers the delegate, not the authorization's signature) stays valid.
+    const auth = o.json.eip7702Auth!;
+    const twin = { ...auth, s: numberToHex(SECP256K1_N - BigInt(auth.s), { size: 32 }), yParity: BigInt(auth.yParity) === 0n ? '0x1' : '0x0' };
+    const highS = { ...o.json, eip7702Auth: twin };
+    for (const method of ['eth_sendUserOperation', 'eth_estimateUserOperationGas'])
+      expect(await rpcError(c, method, [highS, ENTRY_POINT_V08])).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/^eip7702Auth\.s: is above secp256k1n\/2, and EIP-7702 skips such an authorization/),
+      });
+    expect(await rowsOf(c)).toBe(rows);
+    expect(await txCount(c)).toBe(txs);
+    // What anvil does with it: a type-4 transaction carrying it is mined, and the authorization
+    // skipped (the user's code and nonce untouched); a bundle carrying it would have reverted.
+    const wallet = createWalletClient({
+      chain: c.chain,
+      transport: http(c.svc.anvil!.url),
+      account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 2 }),
+    });
+    const skipped = await wallet.sendTransaction({
+      to: wallet.account.address,
+      gas: 100_000n,
+      authorizationList: [{ address: auth.address, chainId: c.chain.id, nonce: 0, r: auth.r, s: twin.s as Hex, yParity: Number(BigInt(twin.yParity)) }],
+    });
+    expect((await c.pub.waitForTransactionReceipt({ hash: skipped })).status).toBe('success');
+    expect(await c.pub.getCode({ address: o.owner.address })).toBeUndefined();
+    expect(await c.pub.getTransactionCount({ address: o.owner.address })).toBe(0);
+    // The same operation with its low-s authorization goes.
+    const hash = await rpcOk(c, 'eth_sendUserOperation', [o.json, ENTRY_POINT_V08]);
+    await waitOp(c, hash, 'included');
+    expect(await rowsOf(c)).toBe(rows + 1);
   }, 60_000);
 
   it('answers JSON-RPC errors, never a 500: malformed JSON, unknown methods, bad params, a relayer without the policy', async () => {
@@ -672,3 +718,129 @@ describe.each(await databaseKinds())("a bundle's valid_until and its operations'
     expect((await waitOp(c, shortHash!, 'failed')).transactionId).toBe(bundle.id);
   }, 120_000);
 });
+
+describe.each(await databaseKinds())('a bundle that reverts on chain (%s)', (db) => {
+  let c: Ctx;
+  beforeAll(async () => {
+    c = await setup(db, { paymaster: { address: PM08.address } });
+  }, 120_000);
+  afterAll(async () => {
+    await c?.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never }).catch(() => {});
+    await c?.svc.stop();
+  });
+
+  it('is a failed transaction of the relayer; the operation invalidated after its broadcast fails with its reason, the others land once', async () => {
+    // A user delegated already (its first operation included), whose next operation carries no authorization.
+    const first = await signedOp(c, c.recorder);
+    await waitOp(c, await rpcOk(c, 'eth_sendUserOperation', [first.json, ENTRY_POINT_V08]), 'included');
+    const [broken, b, d] = await Promise.all([signedOp(c, c.other, first, { delegated: true }), signedOp(c, c.recorder), signedOp(c, c.recorder)]);
+    expect(broken.json.eip7702Auth).toBeUndefined();
+
+    // Nothing is mined until the test says so: the bundle of the three is sent and waits in the node's pool.
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    const { body } = await callBundler(
+      c,
+      [broken, b, d].map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    const hashes = body.map((x: any) => x.result as string);
+    expect(hashes.every((h: string) => /^0x[0-9a-f]{64}$/.test(h))).toBe(true);
+    const [brokenHash, bHash, dHash] = hashes as [string, string, string];
+    const bundleId = (await waitOp(c, brokenHash, 'submitted')).transactionId!;
+    for (const h of [bHash, dHash]) expect((await waitOp(c, h, 'submitted')).transactionId).toBe(bundleId);
+    const sentHash = await until(async () => {
+      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
+      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
+    }, 'the bundle in the node pool');
+
+    // Then the first user's delegation is gone: its validation fails (AA20) when the bundle runs,
+    // and handleOps reverts (FailedOp) as a whole.
+    await c.pub.request({ method: 'anvil_setCode' as never, params: [first.owner.address, '0x'] as never });
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    await c.pub.request({ method: 'evm_mine' as never, params: [] as never });
+    expect((await c.pub.getTransactionReceipt({ hash: sentHash })).status).toBe('reverted');
+
+    // The bundle, as any transaction of the relayer: failed, reverted.
+    const rest = await until(async () => {
+      const res = await c.svc.request('GET', `/api/v1/relayers/evm-relayer/transactions/${bundleId}`);
+      const data = ((await res.json()) as any).data;
+      return data.status === 'failed' ? data : null;
+    }, 'the bundle transaction failed');
+    expect(rest.status_reason).toMatch(/revert/);
+    expect(rest.hash).toBe(sentHash);
+
+    // The invalidated operation fails with the EntryPoint's reason; the others go in another bundle.
+    const failed = await waitOp(c, brokenHash, 'failed');
+    expect(failed.statusReason).toMatch(/^AA20 account not deployed/);
+    const [rb, rd] = [await waitOp(c, bHash, 'included'), await waitOp(c, dHash, 'included')];
+    expect(rb.transactionId).not.toBe(bundleId);
+    expect(rd.transactionId).toBe(rb.transactionId);
+    const gql = await c.svc.gql('query($h: String!) { userOperation(hash: $h) { status statusReason transaction { id } } }', { h: brokenHash });
+    expect(gql.data.userOperation).toMatchObject({ status: 'failed', statusReason: failed.statusReason });
+    expect(await rpcOk(c, 'eth_getUserOperationByHash', [brokenHash])).toMatchObject({ transactionHash: null, blockNumber: null });
+    expect(await rpcOk(c, 'eth_getUserOperationReceipt', [brokenHash])).toBeNull();
+    for (const h of [bHash, dHash]) {
+      const receipt = await rpcOk(c, 'eth_getUserOperationReceipt', [h]);
+      expect(receipt).toMatchObject({ userOpHash: h, success: true });
+      expect(receipt.receipt.transactionHash).not.toBe(sentHash);
+    }
+    // Exactly once on chain each, and never the invalidated one.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await opEvents(c, bHash)).toHaveLength(1);
+    expect(await opEvents(c, dHash)).toHaveLength(1);
+    expect(await opEvents(c, brokenHash)).toHaveLength(0);
+    expect(await callerOf(c, c.other)).toBe(`0x${'0'.repeat(40)}`);
+    const events = (await c.svc.rt.db.prisma.delivery.findMany({ where: { event: 'user_operation_update' } })).map((x) => JSON.parse(x.body).payload);
+    expect(events.filter((e) => hashes.includes(e.hash)).map((e) => [e.hash, e.status])).toEqual(
+      expect.arrayContaining([
+        [brokenHash, 'failed'],
+        [bHash, 'included'],
+        [dHash, 'included'],
+      ]),
+    );
+    expect(events.filter((e) => hashes.includes(e.hash))).toHaveLength(3);
+  }, 120_000);
+
+  it('one whose EIP-7702 authorization went stale after its broadcast fails with that reason, and is never sent again; the other lands once', async () => {
+    const [stale, e] = await Promise.all([signedOp(c, c.other), signedOp(c, c.recorder)]);
+    const txs = await txCount(c);
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    const { body } = await callBundler(
+      c,
+      [stale, e].map((o, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendUserOperation', params: [o.json, ENTRY_POINT_V08] })),
+    );
+    const [staleHash, eHash] = body.map((x: any) => x.result as string) as [string, string];
+    const bundleId = (await waitOp(c, staleHash, 'submitted')).transactionId!;
+    expect((await waitOp(c, eHash, 'submitted')).transactionId).toBe(bundleId);
+    const sentHash = await until(async () => {
+      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
+      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
+    }, 'the bundle in the node pool');
+    // The user's account nonce moves on (as if it had sent a transaction of its own): its
+    // authorization (nonce 0) is skipped, it stays undelegated, and handleOps reverts.
+    await c.pub.request({ method: 'anvil_setNonce' as never, params: [stale.owner.address, '0x1'] as never });
+    await c.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    await c.pub.request({ method: 'evm_mine' as never, params: [] as never });
+    expect((await c.pub.getTransactionReceipt({ hash: sentHash })).status).toBe('reverted');
+    expect(await c.pub.getCode({ address: stale.owner.address })).toBeUndefined();
+
+    const failed = await waitOp(c, staleHash, 'failed');
+    expect(failed.statusReason).toMatch(/^eip7702Auth: its nonce 0 is not the sender's account nonce \(1\) any more, and the sender is not delegated/);
+    const included = await waitOp(c, eHash, 'included');
+    expect(included.transactionId).not.toBe(bundleId);
+    // Two transactions: the reverted bundle and the one that carried the other; nothing reverted again.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await txCount(c)).toBe(txs + 2);
+    expect(await opEvents(c, eHash)).toHaveLength(1);
+    expect(await opEvents(c, staleHash)).toHaveLength(0);
+  }, 120_000);
+});
+
+async function until<T>(f: () => Promise<T | null | undefined | false | ''>, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -35,8 +35,21 @@ const address = z
   .transform((s) => getAddress(s.toLowerCase()));
 const word = z.string().regex(/^0x[0-9a-fA-F]{1,64}$/, 'must be a 0x-prefixed 32-byte value');
 
+/** secp256k1's order, halved: EIP-2's bound on a signature's s. */
+const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+
+// What EIP-7702 checks of an authorization before applying it; one that fails is skipped, not an
+// error: the sender would stay undelegated and its operation fail inside the bundle. A high s
+// recovers to the same signer as its low twin (n - s, yParity flipped), so recovery does not catch it.
 const authorization = z
-  .object({ chainId: quantity, address, nonce: quantity, yParity: quantity, r: word, s: word })
+  .object({
+    chainId: quantity,
+    address,
+    nonce: quantity.refine((n) => n < 2n ** 64n - 1n, 'must be below 2^64 - 1'),
+    yParity: quantity.refine((y) => y <= 1n, 'must be 0 or 1'),
+    r: word,
+    s: word.refine((s) => BigInt(s) <= HALF_N, 'is above secp256k1n/2, and EIP-7702 skips such an authorization: sign it again (low s)'),
+  })
   .strip()
   .transform(
     (a): SignedAuthorization => ({
@@ -254,8 +267,9 @@ export function delegateOf(code: Hex | undefined): Address | undefined {
 
 /**
  * Checks an operation's EIP-7702 authorization against the chain: signed by the sender, for this
- * chain (or any), at the sender's current account nonce. A wrong one would make the bundle's
- * type-4 transaction skip it, and the operation fail inside the bundle.
+ * chain (or any), at the sender's current account nonce (its form, low s included, is checked
+ * when it is read). A wrong one would make the bundle's type-4 transaction skip it, and the
+ * operation fail inside the bundle.
  */
 export async function checkAuthorization(op: UserOp, chainId: number, accountNonce: number, signed = true): Promise<void> {
   const a = op.authorization;

@@ -86,6 +86,30 @@ describe('bundles', () => {
     expect(outcome!.revertReason).toContain(toFunctionSelector('NotOwner()').slice(2));
   });
 
+  it("an authorization past its sender's nonce: left out when the sender is delegated there already, else its operation dropped", async () => {
+    const [moot, stale, fresh] = await Promise.all([accepted(), accepted(), accepted()]);
+    // The first user's authorization applied by someone else's type-4 transaction (as a bundle that
+    // reverted would); the second user's account nonce moved on without it.
+    const applied = await c.wallet(3).sendTransaction({ to: c.account(3).address, authorizationList: [moot.op.authorization!], gas: 100_000n });
+    expect((await c.pub.waitForTransactionReceipt({ hash: applied })).status).toBe('success');
+    await c.pub.request({ method: 'anvil_setNonce' as never, params: [stale.user.address, '0x1'] as never });
+    const items = [moot, stale, fresh].map((o, i) => ({ id: `op${i}`, op: o.op }));
+    const bundle = await prepareBundle(kit.rpc, '0.8', items, c.account(RELAYER).address, BENEFICIARY);
+    expect(bundle.dropped).toEqual([
+      { id: 'op1', reason: expect.stringMatching(/^eip7702Auth: its nonce 0 is not the sender's account nonce \(1\) any more/) },
+    ]);
+    expect(bundle.items.map((i) => i.id)).toEqual(['op0', 'op2']);
+    expect(bundle.authorizationList).toEqual([fresh.op.authorization]);
+    const hash = await c
+      .wallet(RELAYER)
+      .sendTransaction({ to: ENTRY_POINT_V08, data: bundle.data, authorizationList: bundle.authorizationList, gas: bundle.gasLimit });
+    const outcomes = outcomesOf((await c.pub.waitForTransactionReceipt({ hash })).logs, '0.8');
+    expect([...outcomes.values()].map((o) => [o.sender, o.success])).toEqual([
+      [moot.user.address, true],
+      [fresh.user.address, true],
+    ]);
+  });
+
   it('a bundle whose every operation fails is empty', async () => {
     const { user, op } = await kit.estimated();
     const stale = await kit.sign({ ...op, nonce: 9n }, user);

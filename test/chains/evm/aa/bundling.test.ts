@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { afterMiss, BUNDLE_MARGIN_MS, bundleValidUntil, windowClosed } from '../../../../src/chains/evm/aa/bundling.js';
+import { authorizationFate } from '../../../../src/chains/evm/aa/bundle.js';
+import { SIMPLE_7702_ACCOUNT } from '../../../../src/chains/evm/aa/canonical.js';
 import { windowEnd } from '../../../../src/chains/evm/aa/simulate.js';
 
 describe('a submitted operation its bundle did not include', () => {
@@ -10,6 +12,18 @@ describe('a submitted operation its bundle did not include', () => {
       to: 'failed',
       reason: 'its bundle reverted; its nonce was used by another transaction',
     });
+  });
+});
+
+describe("an operation's EIP-7702 authorization at bundling", () => {
+  const a = { address: SIMPLE_7702_ACCOUNT, chainId: 31337, nonce: 4, r: '0x01', s: '0x02', yParity: 0 } as const;
+  it("is carried at the sender's account nonce; past it, left out if the sender is delegated there already, else the operation is dropped", () => {
+    expect(authorizationFate(a, 4n, undefined)).toBe('carry');
+    expect(authorizationFate(a, 5n, SIMPLE_7702_ACCOUNT)).toBe('delegated');
+    expect(authorizationFate(a, 5n, '0x000000000000000000000000000000000000dEaD')).toEqual({
+      stale: `eip7702Auth: its nonce 4 is not the sender's account nonce (5) any more, and the sender is not delegated to ${SIMPLE_7702_ACCOUNT}: the authorization would be skipped`,
+    });
+    expect(authorizationFate(a, 3n, undefined)).toHaveProperty('stale');
   });
 });
 

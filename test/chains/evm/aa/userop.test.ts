@@ -1,6 +1,7 @@
 // UserOperation core without a chain: reading ERC-7769 JSON, writing it back, hashes, error codes.
 import { describe, expect, it } from 'vitest';
-import { numberToHex, type Hex } from 'viem';
+import { hexToBytes, numberToHex, type Hex } from 'viem';
+import { hashAuthorization } from 'viem/utils';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { formatUserOperationRequest, getUserOperationHash, type UserOperation } from 'viem/account-abstraction';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../../../src/chains/evm/aa/canonical.js';
@@ -14,6 +15,10 @@ import {
   type Validation,
 } from '../../../../src/chains/evm/aa/simulate.js';
 import { checkAuthorization, delegateOf, readUserOp, userOpHash, userOpJson } from '../../../../src/chains/evm/aa/userop.js';
+import { recoverEvmAddress } from '../../../../src/signers/secp256k1.js';
+
+/** secp256k1's order. */
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 const SENDER = '0x1111111111111111111111111111111111111111';
 const base: UserOperation<'0.8'> = {
@@ -65,6 +70,37 @@ describe('reading an operation (ERC-7769 JSON)', () => {
     const other = { ...op, sender: SENDER as Hex };
     await expect(checkAuthorization(other, 31337, 0)).rejects.toMatchObject({ code: USEROP_CODES.signature });
     await expect(checkAuthorization(other, 31337, 0, false)).resolves.toBeUndefined();
+  });
+
+  it('refuses an authorization EIP-7702 would skip (high s, yParity not 0 or 1, nonce at 2^64 - 1), naming the field, for sending and estimating', async () => {
+    const user = privateKeyToAccount(generatePrivateKey());
+    const auth = await user.signAuthorization!({ address: SIMPLE_7702_ACCOUNT, chainId: 31337, nonce: 0 });
+    const json = formatUserOperationRequest({ ...base, sender: user.address, factory: '0x7702', factoryData: '0x', authorization: auth });
+    // The high-s twin: s' = n - s with yParity flipped recovers to the same signer, so only an explicit check refuses it.
+    const twin = { ...auth, s: numberToHex(N - BigInt(auth.s), { size: 32 }), yParity: 1 - auth.yParity! };
+    expect(recoverEvmAddress(hexToBytes(hashAuthorization(twin)), twin as never)).toBe(user.address);
+    const withAuth = (a: object) => ({ ...json, eip7702Auth: { ...json.eip7702Auth, ...a } });
+    const cases: [object, RegExp][] = [
+      [{ s: twin.s, yParity: numberToHex(twin.yParity) }, /^eip7702Auth\.s: is above secp256k1n\/2, and EIP-7702 skips such an authorization/],
+      [{ yParity: '0x1b' }, /^eip7702Auth\.yParity: must be 0 or 1$/],
+      [{ nonce: numberToHex(2n ** 64n - 1n) }, /^eip7702Auth\.nonce: must be below 2\^64 - 1$/],
+    ];
+    for (const mode of ['send', 'estimate'] as const) {
+      expect(readUserOp([json, ENTRY_POINT_V08], mode).op.authorization).toMatchObject({ s: auth.s, yParity: auth.yParity });
+      for (const [a, message] of cases) {
+        let err: unknown;
+        try {
+          readUserOp([withAuth(a), ENTRY_POINT_V08], mode);
+        } catch (e) {
+          err = e;
+        }
+        expect(err, `${mode} ${JSON.stringify(a)}`).toBeInstanceOf(UserOpError);
+        expect((err as UserOpError).code).toBe(-32602);
+        expect((err as UserOpError).message).toMatch(message);
+      }
+    }
+    // s at exactly n/2 is low (EIP-2's bound is inclusive).
+    expect(readUserOp([withAuth({ s: numberToHex(N / 2n) }), ENTRY_POINT_V08], 'send').op.authorization?.s).toBe(numberToHex(N / 2n, { size: 32 }));
   });
 
   it('for estimation, gas fields and the signature may be absent', () => {
