@@ -1,5 +1,6 @@
 import type { NetworkType } from './family-list.js';
 import type { FamilySpec } from './family-spec.js';
+import type { DirectOps } from './relayers/direct.js';
 import type { ChainFamily } from './transactions/pipeline.js';
 
 /**
@@ -20,6 +21,8 @@ export interface FamilySpecs {
 export interface Families extends FamilySpecs {
   /** The pipeline of a network type, undefined for a type no family has. */
   pipeline(type: string): ChainFamily | undefined;
+  /** The family's signing and forwarding (its spec's `direct`), imported on first use and kept. */
+  direct(type: string): Promise<DirectOps | undefined>;
 }
 
 // The runtime's group of the chain families, declared here with their contract: the contract takes
@@ -51,5 +54,15 @@ export function familySpecs(specs: readonly FamilySpec[]): FamilySpecs {
 export async function loadFamilies(specs: readonly FamilySpec[]): Promise<Families> {
   const registry = familySpecs(specs);
   const pipelines = new Map(await Promise.all(registry.list.map(async (spec) => [spec.type, (await spec.load()) as ChainFamily] as const)));
-  return { ...registry, pipeline: (type) => pipelines.get(type) };
+  // Kept: a dynamic import() each call went through the module loader's hooks on every request.
+  const direct = new Map<string, Promise<DirectOps | undefined>>();
+  return {
+    ...registry,
+    pipeline: (type) => pipelines.get(type),
+    direct(type) {
+      let ops = direct.get(type);
+      if (!ops) direct.set(type, (ops = Promise.resolve(registry.spec(type).direct?.())));
+      return ops;
+    },
+  };
 }

@@ -84,7 +84,7 @@ export async function relayerBundler(rt: Runtime, relayerId: string, text: strin
   const body = readBundlerBody(text);
   if ('answer' in body) return body.answer;
   const spec = rt.families.spec(relayer.networkType);
-  const ops = (await spec.direct?.())?.bundler;
+  const ops = (await rt.families.direct(relayer.networkType))?.bundler;
   const plans = planCalls(body.calls, ops ?? { method: (m) => (m.startsWith('eth_') || m.startsWith('pm_') ? 'read' : undefined) });
   if (!mayExecute && plans.some((p) => p.kind === 'write')) throw forbidden(`this API key lacks relayer:${relayerId}:execute`);
   const refusal = ops ? ops.refusal(rt, relayer) : `the bundler is not offered for ${spec.label} relayers: ERC-4337 is for EVM chains`;

@@ -10,7 +10,7 @@ import type { DirectOps, MessageSignature, SignedTransaction, SignTransactionInp
 // its part in its folder (chains/<family>/sign-and-forward.ts), reached through its spec's `direct`.
 
 async function opsOf(rt: Runtime, relayer: Relayer): Promise<DirectOps | undefined> {
-  return rt.families.spec(relayer.networkType).direct?.();
+  return rt.families.direct(relayer.networkType);
 }
 
 /** The relayer, refused (400) while paused or disabled: such a relayer signs and forwards nothing. */

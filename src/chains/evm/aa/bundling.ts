@@ -54,11 +54,27 @@ export const BUNDLE_MARGIN_MS = 20_000;
 /** Whether the operation's validity (`validUntil`, null: no end) ends too soon to go in a bundle now. */
 export const windowClosed = (validUntil: Date | null, now: number): boolean => !!validUntil && validUntil.getTime() - BUNDLE_MARGIN_MS <= now;
 
-/** The bundle transaction's valid_until: the service's default, or earlier, before the first of its operations' windows ends. */
-export function bundleValidUntil(validUntils: (Date | null)[], now: number): Date {
+/**
+ * The bundle transaction's valid_until (by this machine's clock, `now`): the service's default, or
+ * earlier, before the first of its operations' windows ends (by the chain's clock, `chainAhead` ms
+ * ahead of this machine's).
+ */
+export function bundleValidUntil(validUntils: (Date | null)[], now: number, chainAhead = 0): Date {
   let until = now + DEFAULT_VALIDITY_MS;
-  for (const u of validUntils) if (u) until = Math.min(until, u.getTime() - BUNDLE_MARGIN_MS);
+  for (const u of validUntils) if (u) until = Math.min(until, u.getTime() - chainAhead - BUNDLE_MARGIN_MS);
   return new Date(until);
+}
+
+/**
+ * How far the chain's clock is ahead of this machine's, in ms (negative: behind), by the latest
+ * block's timestamp: windows end by the EntryPoint's `block.timestamp`. Read once a pass, when needed.
+ */
+type ChainAhead = () => Promise<number>;
+
+function chainAheadOf(ctx: EvmContext): ChainAhead {
+  let ahead: Promise<number> | undefined;
+  return () =>
+    (ahead ??= ctx.rpc.request<{ timestamp: Hex }>('eth_getBlockByNumber', ['latest', false]).then((b) => Number(BigInt(b.timestamp)) * 1000 - Date.now()));
 }
 
 const closedReason = (validUntil: Date) =>
@@ -87,7 +103,7 @@ async function receiptOf(ctx: EvmContext, tx: BundleTx): Promise<Receipt | null>
 }
 
 /** Settles the relayer's submitted operations whose bundle transaction is mined or ended. */
-async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): Promise<number> {
+async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext, chainAhead: ChainAhead): Promise<number> {
   const subs = await rt.db.prisma.userOperation.findMany({
     where: { relayerId: relayer.id, status: 'submitted' },
     include: { transaction: { select: { status: true, hash: true, hashes: true } } },
@@ -132,7 +148,7 @@ async function settleSubmitted(rt: Runtime, relayer: Relayer, ctx: EvmContext): 
       const next = afterMiss(BigInt(op.nonce), await entryPointNonce(ctx, version, op.sender, BigInt(op.nonce)), why);
       const only = { status: 'submitted' as const, transactionId: op.transactionId };
       // Free again but its window closing: it could not be bundled again in time.
-      if (next.to === 'pending' && windowClosed(op.validUntil, Date.now()))
+      if (next.to === 'pending' && op.validUntil && windowClosed(op.validUntil, Date.now() + (await chainAhead())))
         changes.push({ id: op.id, to: 'failed', reason: `${why}; ${closedReason(op.validUntil!)}`, only });
       else changes.push(next.to === 'failed' ? { id: op.id, to: 'failed', reason: next.reason, only } : { id: op.id, to: 'pending', only });
     }
@@ -175,7 +191,7 @@ const MARK_SUBMITTED = `UPDATE user_operations SET status = 'submitted', transac
   WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status = 'pending' RETURNING id`;
 
 /** Bundles the relayer's pending operations of `entryPoint` (those of senders with none in flight): one transaction, or none. */
-async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, entryPoint: string): Promise<boolean> {
+async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, entryPoint: string, chainAhead: ChainAhead): Promise<boolean> {
   const version = versionOf(entryPoint);
   if (!version) return false;
   const inFlight = new Set(
@@ -196,7 +212,8 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   /** Not bundled: windows closing, operations unreadable as stored. */
   const skipped: OpChange[] = [];
   const validUntils = new Map<string, Date | null>();
-  const now = Date.now();
+  const ahead = take.some((r) => r.validUntil) ? await chainAhead() : 0;
+  const now = Date.now() + ahead;
   for (const r of take) {
     if (windowClosed(r.validUntil, now)) {
       skipped.push({ id: r.id, to: 'failed', reason: closedReason(r.validUntil!), only: PENDING });
@@ -221,6 +238,7 @@ async function bundlePending(rt: Runtime, relayer: Relayer, ctx: EvmContext, ent
   const validUntil = bundleValidUntil(
     bundle.items.map((i) => validUntils.get(i.id) ?? null),
     Date.now(),
+    ahead,
   );
   const payload: EvmPayload = {
     to: getAddress(entryPoint),
@@ -276,13 +294,14 @@ export async function bundleOnce(rt: Runtime): Promise<boolean> {
     } catch {
       continue;
     }
+    const chainAhead = chainAheadOf(ctx);
     try {
-      if (groups.some((g) => g.relayer_id === id && g.status === 'submitted')) busy = (await settleSubmitted(rt, relayer, ctx)) > 0 || busy;
+      if (groups.some((g) => g.relayer_id === id && g.status === 'submitted')) busy = (await settleSubmitted(rt, relayer, ctx, chainAhead)) > 0 || busy;
       if (relayer.paused || relayer.systemDisabled || !ctx.signer) continue;
       // Several bundles a pass while operations wait: the pass's reads above are not made again
       // between them, and the bundles go to the pipeline back to back (consecutive nonces).
       for (const g of groups.filter((g) => g.relayer_id === id && g.status === 'pending'))
-        for (let n = 0; n < BUNDLES_A_PASS && (await bundlePending(rt, relayer, ctx, g.entry_point)); n++) busy = true;
+        for (let n = 0; n < BUNDLES_A_PASS && (await bundlePending(rt, relayer, ctx, g.entry_point, chainAhead)); n++) busy = true;
     } catch (err) {
       rt.log.warn({ err, relayerId: id }, 'bundling: this pass failed for the relayer; trying again');
     }

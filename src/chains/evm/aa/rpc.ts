@@ -15,9 +15,9 @@ import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { estimateGas, judgeValidation, simulateValidation, windowEnd, type Validation } from './simulate.js';
+import { entryPointFailure, estimateGas, judgeValidation, readValidation, validationCall, windowEnd, type Validation } from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
-import { keepUserOp, keepUserOpWithin, reviveUserOp, userOpByHash, type UserOpReceipt, type UserOpRow } from './store.js';
+import { keepUserOps, userOpByHash, userOpsByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
 
 const METHODS: Record<string, 'read' | 'write'> = {
@@ -46,8 +46,15 @@ type Call = {
   rows?: Map<string, UserOpRow | null>;
 };
 
-const nowS = () => Math.floor(Date.now() / 1000);
-const window = (): Window => ({ validUntil: nowS() + APPROVAL_S, validAfter: 0 });
+type Block = { timestamp: Hex };
+const LATEST_BLOCK = { method: 'eth_getBlockByNumber', params: ['latest', false] };
+const timeOf = (b: Block) => Number(BigInt(b.timestamp));
+
+/** The paymaster's approval window, from the chain's time (which the EntryPoint checks it by; read at most once a second). */
+async function window(ctx: EvmContext): Promise<Window> {
+  const now = await ctx.rpc.memo('latest block time', 1000, async () => timeOf(await ctx.rpc.request<Block>(LATEST_BLOCK.method, LATEST_BLOCK.params)));
+  return { validUntil: now + APPROVAL_S, validAfter: 0 };
+}
 
 async function accountNonce(ctx: EvmContext, sender: Address): Promise<number> {
   return Number(BigInt(await ctx.rpc.request<Hex>('eth_getTransactionCount', [sender, 'latest'])));
@@ -89,60 +96,157 @@ function ownPaymaster(c: Call, op: UserOp, entryPoint: Address): Address {
   return pm;
 }
 
-const settled = <T>(r: PromiseSettledResult<T>): T => {
-  if (r.status === 'rejected') throw r.reason;
-  return r.value;
-};
+/** An operation read, checked against the policy and hashed, waiting for its group. */
+type Sent = { c: Call; op: UserOp; version: '0.7' | '0.8'; entryPoint: Address; hash: Hex; resolve(h: Hex): void; reject(e: unknown): void };
 
+/** Operations of one group at most. */
+const MAX_GROUP = 200;
+/**
+ * Calls of one HTTP request of a group's batch (the requests go at once): each simulation carries
+ * EntryPointSimulations' code (tens of kilobytes), and nodes bound a request's size.
+ */
+const BATCH_CHUNK = 16;
+
+// A relayer's sends waiting while a group of its sends is being accepted; they go together next.
+const INTAKE = slot('evm bundler intake', () => new Map<string, { busy: boolean; waiting: Sent[] }>());
+
+/**
+ * eth_sendUserOperation: the checks that need nothing but the operation at once, then acceptance
+ * with the sends that arrive meanwhile (acceptGroup). A lone send is accepted at once.
+ */
 async function sendUserOperation(c: Call): Promise<Hex> {
   const { op, version, entryPoint } = readUserOp(c.params, 'send');
   checkEntryPoint(c.policy, entryPoint);
   ownPaymaster(c, op, entryPoint);
   checkSponsorship(c.policy, op, true);
-  const hash = await hashOf(c.ctx, op, version);
-  const db = c.rt.db;
-  // The reads the checks need, at once (the answer waits on the slowest, not on their sum).
-  const [known, authorization, validation] = await Promise.allSettled([
-    userOpByHash(db, c.ctx.chainId, hash),
-    op.authorization ? accountNonce(c.ctx, op.sender).then((n) => checkAuthorization(op, c.ctx.chainId, n)) : undefined,
-    simulateValidation(c.ctx.rpc, op, version),
+  const hash = (await hashOf(c.ctx, op, version)).toLowerCase() as Hex;
+  const intake = c.rt.state(INTAKE);
+  let q = intake.get(c.relayer.id);
+  if (!q) intake.set(c.relayer.id, (q = { busy: false, waiting: [] }));
+  const queue = q;
+  return new Promise<Hex>((resolve, reject) => {
+    queue.waiting.push({ c, op, version, entryPoint, hash, resolve, reject });
+    if (queue.busy) return;
+    queue.busy = true;
+    void (async () => {
+      while (queue.waiting.length) {
+        const group = queue.waiting.splice(0, MAX_GROUP);
+        await acceptGroup(group).catch((e: unknown) => {
+          for (const s of group) s.reject(e);
+        });
+      }
+      queue.busy = false;
+    })();
+  });
+}
+
+const keyOf = (entryPoint: string, hash: string) => `${entryPoint.toLowerCase()} ${hash}`;
+
+/**
+ * Accepts a group of sends of one relayer, each with its own answer: one read of the rows their
+ * hashes already have, one JSON-RPC batch (the chain's time, the nonces EIP-7702 authorizations
+ * are checked against, every simulation), one database transaction keeping those accepted, then
+ * the answers. The same operation twice (in the group, or already kept and not failed) is one row
+ * and the same answer; one that failed is considered again.
+ */
+async function acceptGroup(group: Sent[]): Promise<void> {
+  const { rt, ctx, relayer, policy } = group[0]!.c;
+  const calls: { method: string; params: unknown[] }[] = [LATEST_BLOCK];
+  const at = group.map((s) => {
+    const nonce = s.op.authorization ? calls.push({ method: 'eth_getTransactionCount', params: [s.op.sender, 'latest'] }) - 1 : -1;
+    return { nonce, validation: calls.push(validationCall(s.op, s.version)) - 1 };
+  });
+  const [rows, outcomes] = await Promise.all([
+    userOpsByHash(rt.db, ctx.chainId, [...new Set(group.map((s) => s.hash))]),
+    ctx.rpc.batch(calls, { chunk: BATCH_CHUNK }),
   ]);
-  // The same operation again: the same answer, nothing new; unless it failed, when it is considered again.
-  const row0 = settled(known);
-  const again = row0 && row0.entryPoint === entryPoint.toLowerCase() ? row0 : null;
-  if (again && again.status !== 'failed') return hash;
-  let v: Validation;
-  try {
-    settled(authorization);
-    v = settled(validation);
-    judgeValidation(v, nowS());
-  } catch (e) {
-    // Refused now, perhaps because its first copy (another instance's, at once) was already bundled: that one's answer.
-    const now = !again && e instanceof UserOpError ? await userOpByHash(db, c.ctx.chainId, hash) : null;
-    if (now && now.entryPoint === entryPoint.toLowerCase() && now.status !== 'failed') return hash;
-    throw e;
+  const known = new Map(rows.map((r) => [keyOf(r.entryPoint, r.hash), r]));
+  const block = outcomes[0]!;
+  if (!block.ok) throw block.error;
+  // Windows are the EntryPoint's: judged by the chain's time, not this machine's.
+  const chainNow = timeOf(block.result as Block);
+  /** The first accepted send of each operation, and the same operation's sends after it. */
+  const leaders = new Map<string, { s: Sent; again: UserOpRow | undefined; v: Validation; followers: Sent[] }>();
+  const refused: { s: Sent; e: unknown }[] = [];
+  for (const [i, s] of group.entries()) {
+    const key = keyOf(s.entryPoint, s.hash);
+    const row = known.get(key);
+    if (row && row.status !== 'failed') {
+      s.resolve(s.hash);
+      continue;
+    }
+    const leader = leaders.get(key);
+    if (leader) {
+      leader.followers.push(s);
+      continue;
+    }
+    try {
+      const n = at[i]!.nonce >= 0 ? outcomes[at[i]!.nonce]! : undefined;
+      if (n && !n.ok) throw n.error;
+      if (n) await checkAuthorization(s.op, ctx.chainId, Number(BigInt(n.result as Hex)));
+      const sim = outcomes[at[i]!.validation]!;
+      if (!sim.ok) throw entryPointFailure(sim.error);
+      const v = readValidation(sim.result as Hex);
+      judgeValidation(v, chainNow);
+      leaders.set(key, { s, again: row, v, followers: [] });
+    } catch (e) {
+      refused.push({ s, e });
+    }
   }
-  const max = c.policy.sponsorship?.max_operations_per_sender_per_hour;
+  // Refused now, perhaps because its first copy (another instance's, at once) was already bundled: that one's answer.
+  const recheck = refused.filter(({ s, e }) => e instanceof UserOpError && !known.has(keyOf(s.entryPoint, s.hash)));
+  const now = recheck.length ? await userOpsByHash(rt.db, ctx.chainId, [...new Set(recheck.map(({ s }) => s.hash))]) : [];
+  const bundled = new Set(now.filter((r) => r.status !== 'failed').map((r) => keyOf(r.entryPoint, r.hash)));
+  for (const { s, e } of refused) {
+    if (bundled.has(keyOf(s.entryPoint, s.hash))) s.resolve(s.hash);
+    else s.reject(e);
+  }
+  if (leaders.size === 0) return;
+  const max = policy.sponsorship?.max_operations_per_sender_per_hour;
   const limit = max !== undefined ? { max, since: new Date(Date.now() - 3_600_000) } : undefined;
-  const kept = { relayerId: c.relayer.id, sender: op.sender, operation: userOpJson(op), validUntil: windowEnd(v) };
-  let accepted: UserOpRow | null;
-  if (again) {
-    const r = await reviveUserOp(db, again.id, kept, limit);
-    if ('throttled' in r) checkSenderRate(c.policy, r.throttled);
-    accepted = 'revived' in r ? r.revived : null;
-  } else {
-    const r = await (limit
-      ? keepUserOpWithin(db, { ...kept, chainId: c.ctx.chainId, entryPoint, hash, nonce: op.nonce }, limit)
-      : keepUserOp(db, { ...kept, chainId: c.ctx.chainId, entryPoint, hash, nonce: op.nonce }));
-    if ('throttled' in r) checkSenderRate(c.policy, r.throttled);
-    accepted = 'created' in r && r.created ? r.row : null;
+  const all = [...leaders.values()];
+  let kept: Awaited<ReturnType<typeof keepUserOps>>;
+  try {
+    kept = await keepUserOps(
+      rt.db,
+      all.map(({ s, again, v }) => ({
+        relayerId: relayer.id,
+        chainId: ctx.chainId,
+        entryPoint: s.entryPoint,
+        hash: s.hash,
+        sender: s.op.sender,
+        nonce: s.op.nonce,
+        operation: userOpJson(s.op),
+        validUntil: windowEnd(v),
+        revive: again?.id,
+      })),
+      limit,
+    );
+  } catch (e) {
+    for (const { s, followers } of all) for (const x of [s, ...followers]) x.reject(e);
+    return;
   }
-  if (accepted) {
-    c.rt.metrics.userOperations.inc({ relayer_id: c.relayer.id, outcome: 'accepted' });
-    publishOps(c.rt, [accepted]);
-    wakeBundler(c.rt);
+  const accepted: UserOpRow[] = [];
+  for (const [i, { s, followers }] of all.entries()) {
+    const k = kept[i]!;
+    if ('throttled' in k) {
+      let e: unknown;
+      try {
+        checkSenderRate(policy, k.throttled);
+      } catch (x) {
+        e = x;
+      }
+      for (const x of [s, ...followers]) e ? x.reject(e) : x.resolve(x.hash);
+      continue;
+    }
+    if (k.created) accepted.push(k.row);
+    for (const x of [s, ...followers]) x.resolve(x.hash);
   }
-  return hash;
+  if (accepted.length) {
+    rt.metrics.userOperations.inc({ relayer_id: relayer.id, outcome: 'accepted' }, accepted.length);
+    publishOps(rt, accepted);
+    wakeBundler(rt);
+  }
 }
 
 async function estimateUserOperationGas(c: Call) {
@@ -169,7 +273,7 @@ async function getPaymasterStubData(c: Call) {
   const { op, pm } = paymasterRequest(c);
   checkSponsorship(c.policy, op, false);
   // No gas limits: the estimate fills them, and pm_getPaymasterData approves them.
-  return { paymaster: pm, paymasterData: paymasterData(window(), STUB_SIGNATURE), isFinal: false, sponsor: { name: `relayer ${c.relayer.id}` } };
+  return { paymaster: pm, paymasterData: paymasterData(await window(c.ctx), STUB_SIGNATURE), isFinal: false, sponsor: { name: `relayer ${c.relayer.id}` } };
 }
 
 async function getPaymasterData(c: Call) {
@@ -184,7 +288,7 @@ async function getPaymasterData(c: Call) {
   checkSponsorship(c.policy, mine, true);
   const signer = c.ctx.signer;
   if (!signer) throw new UserOpError(USEROP_CODES.paymaster, `relayer ${c.relayer.id} has no signer loaded on this service to approve with`);
-  const w = window();
+  const w = await window(c.ctx);
   const signature = await signer.account.signTypedData(approvalTypedData(packUserOp(mine), pm, c.ctx.chainId, w));
   return { paymaster: pm, paymasterData: paymasterData(w, signature) };
 }

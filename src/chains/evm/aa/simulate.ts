@@ -108,10 +108,15 @@ export type Validation = {
   paymasterContext: Hex;
 };
 
-/** simulateValidation: the account's and the paymaster's validation, as the EntryPoint would run them. */
-export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPointVersion): Promise<Validation> {
+/** simulateValidation's eth_call: the account's and the paymaster's validation, as the EntryPoint would run them. */
+export function validationCall(op: UserOp, version: EntryPointVersion): { method: string; params: unknown[] } {
   const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'simulateValidation', args: [packUserOp(op)] });
-  const out = await simCall(rpc, version, data, overrides(op, version));
+  // No gas given: the node's call cap; simulations of large operations need more than a block's share.
+  return { method: 'eth_call', params: [{ to: ENTRY_POINTS[version], data }, 'latest', overrides(op, version)] };
+}
+
+/** The validation validationCall's answer says; the EntryPoint's refusal as its error. */
+export function readValidation(out: Hex): Validation {
   const r = decodeFunctionResult({ abi: entryPointAbi, functionName: 'simulateValidation', data: out });
   return {
     preOpGas: r.returnInfo.preOpGas,
@@ -120,6 +125,16 @@ export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPoi
     paymaster: readValidationData(r.returnInfo.paymasterValidationData),
     paymasterContext: r.returnInfo.paymasterContext,
   };
+}
+
+/** simulateValidation on its own. */
+export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPointVersion): Promise<Validation> {
+  const call = validationCall(op, version);
+  try {
+    return readValidation(await rpc.request<Hex>(call.method, call.params));
+  } catch (e) {
+    throw entryPointFailure(e);
+  }
 }
 
 /** How soon before its end a window is too short to be bundled in. */

@@ -1,9 +1,9 @@
 // UserOperations of EntryPoint v0.7 and v0.8: the ERC-7769 JSON form (hex quantities), read into
 // viem's UserOperation (bigints) and written back; packing and the userOpHash are viem's.
-import { getAddress, hexToBytes, isAddressEqual, numberToHex, type Address, type Hex, type SignedAuthorization } from 'viem';
+import { getAddress, hexToBytes, isAddressEqual, keccak256, numberToHex, stringToHex, type Address, type Hex, type SignedAuthorization } from 'viem';
 import { hashAuthorization } from 'viem/utils';
 import { recoverEvmAddress } from '../../../signers/secp256k1.js';
-import { getUserOperationHash, toPackedUserOperation, type PackedUserOperation, type UserOperation } from 'viem/account-abstraction';
+import { toPackedUserOperation, type PackedUserOperation, type UserOperation } from 'viem/account-abstraction';
 import { z } from 'zod';
 import { ENTRY_POINT_V07, ENTRY_POINT_V08 } from './canonical.js';
 import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
@@ -220,16 +220,44 @@ export function userOpJson(op: UserOp): Record<string, unknown> {
 /** The operation as handleOps takes it. */
 export const packUserOp = (op: UserOp): PackedUserOperation => toPackedUserOperation(op);
 
+// The hash's constants: EIP-712's domain type and ERC-4337's names, hashed once.
+const DOMAIN_TYPE = keccak256(stringToHex('EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)'));
+const DOMAIN_NAME = keccak256(stringToHex('ERC4337'));
+const DOMAIN_VERSION = keccak256(stringToHex('1'));
+const OP_TYPE = keccak256(
+  stringToHex(
+    'PackedUserOperation(address sender,uint256 nonce,bytes initCode,bytes callData,bytes32 accountGasLimits,uint256 preVerificationGas,bytes32 gasFees,bytes paymasterAndData)',
+  ),
+);
+/** A 32-byte ABI word, without 0x: of a number, an address or a 32-byte hex. */
+const w = (v: bigint | number | string) => (typeof v === 'string' ? v.slice(2).toLowerCase() : v.toString(16)).padStart(64, '0');
+
 /**
- * The userOpHash. For an EIP-7702 operation the hash covers the delegate: the authorization's, or
- * (for an account already delegated, sent without one) `delegate`, read from the sender's code.
+ * The userOpHash (viem's getUserOperationHash, written out: its generic EIP-712 encoding was most
+ * of an acceptance's hashing). For an EIP-7702 operation the hash covers the delegate: the
+ * authorization's, or (for an account already delegated, sent without one) `delegate`, read from the
+ * sender's code.
  */
 export function userOpHash(op: UserOp, version: EntryPointVersion, chainId: number, delegate?: Address): Hex {
   const withDelegate =
     is7702Factory(op.factory) && !op.authorization && delegate
       ? { ...op, authorization: { address: delegate, chainId, nonce: 0, r: '0x', s: '0x', yParity: 0 } as never }
       : op;
-  return getUserOperationHash({ userOperation: withDelegate as never, entryPointAddress: ENTRY_POINTS[version], entryPointVersion: version, chainId });
+  const p = toPackedUserOperation(withDelegate as never, { forHash: true });
+  const fields = [
+    w(p.sender),
+    w(p.nonce),
+    w(keccak256(p.initCode)),
+    w(keccak256(p.callData)),
+    w(p.accountGasLimits),
+    w(p.preVerificationGas),
+    w(p.gasFees),
+    w(keccak256(p.paymasterAndData)),
+  ].join('');
+  const ep = ENTRY_POINTS[version];
+  if (version === '0.7') return keccak256(`0x${w(keccak256(`0x${fields}`))}${w(ep)}${w(chainId)}`);
+  const domain = keccak256(`0x${w(DOMAIN_TYPE)}${w(DOMAIN_NAME)}${w(DOMAIN_VERSION)}${w(chainId)}${w(ep)}`);
+  return keccak256(`0x1901${domain.slice(2)}${keccak256(`0x${w(OP_TYPE)}${fields}`).slice(2)}`);
 }
 
 /** The delegate an account's code designates (EIP-7702: 0xef0100 ‖ address), if any. */

@@ -36,6 +36,14 @@ describe("a bundle transaction's valid_until", () => {
     expect(bundleValidUntil([soon, null, sooner], now)).toEqual(new Date(sooner.getTime() - BUNDLE_MARGIN_MS));
   });
 
+  it("translates the windows (the chain's time) to this machine's clock by how far the chain's is ahead", () => {
+    const ends = new Date(now + 5 * 60_000);
+    expect(bundleValidUntil([ends], now, 60_000)).toEqual(new Date(ends.getTime() - 60_000 - BUNDLE_MARGIN_MS));
+    expect(bundleValidUntil([ends], now, -60_000)).toEqual(new Date(ends.getTime() + 60_000 - BUNDLE_MARGIN_MS));
+    // Ended by the chain's clock already: a deadline already past, never sent.
+    expect(bundleValidUntil([ends], now, 10 * 60_000).getTime()).toBeLessThan(now);
+  });
+
   it('an operation whose window ends within the margin is not bundled', () => {
     expect(windowClosed(null, now)).toBe(false);
     expect(windowClosed(new Date(now + BUNDLE_MARGIN_MS + 1), now)).toBe(false);

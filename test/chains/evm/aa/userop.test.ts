@@ -151,6 +151,26 @@ describe('hashes', () => {
     expect(userOpHash(base, '0.8', 1)).not.toBe(userOpHash(base, '0.8', 2));
   });
 
+  it("written out, they are viem's for operations of every shape, on any chain", () => {
+    const auth = { address: SIMPLE_7702_ACCOUNT, chainId: 31337, nonce: 5, r: '0x' as Hex, s: '0x' as Hex, yParity: 0 };
+    const shapes: UserOperation<'0.8'>[] = [
+      base,
+      { ...base, paymaster: undefined, paymasterData: undefined, paymasterVerificationGasLimit: undefined, paymasterPostOpGasLimit: undefined },
+      { ...base, factory: '0x3333333333333333333333333333333333333333', factoryData: '0xcafe', nonce: (7n << 64n) | 9n },
+      { ...base, factory: '0x7702', factoryData: '0x', authorization: auth },
+      { ...base, factory: '0x7702', factoryData: '0xbeef', authorization: auth, maxFeePerGas: (1n << 128n) - 1n },
+    ];
+    for (const [version, entryPointAddress] of [
+      ['0.7', ENTRY_POINT_V07],
+      ['0.8', ENTRY_POINT_V08],
+    ] as const)
+      for (const chainId of [1, 31337, 2 ** 40])
+        for (const op of shapes)
+          expect(userOpHash(op, version, chainId)).toBe(
+            getUserOperationHash({ userOperation: op as never, entryPointAddress, entryPointVersion: version, chainId }),
+          );
+  });
+
   it('an EIP-7702 operation without an authorization hashes with the delegate read from its code', () => {
     const op = { ...base, factory: '0x7702' as const, factoryData: '0x' as Hex };
     const code = `0xef0100${SIMPLE_7702_ACCOUNT.slice(2).toLowerCase()}` as Hex;
