@@ -12,8 +12,9 @@
 // Reports operations per handleOps, the ratio of the two rates (relayed ÷ direct, target >= 0.8)
 // and the median time to an eth_sendUserOperation answer (target <= 20 ms): of the N sent at once,
 // and of 20 more sent one after the other (no queue in front of each); and, for scale, the median
-// answer to N eth_chainId sent at once through the same route (the HTTP, auth and GraphQL path alone). The relayer runs as its
-// own process (`src/main.ts`) on PGlite, or on PostgreSQL with --postgres <url of an empty database>.
+// answer to N eth_chainId sent at once through the same route (its HTTP, auth and GraphQL path
+// alone). The relayer runs as its own process (`src/main.ts`) on PGlite, or on PostgreSQL with
+// --postgres <url of an empty database>.
 // --json prints the figures as one JSON line last (bench/all.ts reads it).
 //
 //   npx tsx bench/gasless.ts [--users 100] [--postgres postgres://...] [--json]
