@@ -1,7 +1,7 @@
 -- How many rows ever left each (relayer, status): `gone`, by a status change, a deletion or a move
 -- to another relayer, and `removed`, those that left the relayer itself (deleted or moved). Both
 -- only grow, so two reads that see the same `n` and `gone` of a (relayer, status) see the same rows
--- in it, and a larger `n` with the same `gone` means rows were only added to it; the same holds for
+-- in it, and a larger `n` with the same `gone` means rows were only added to it. The same holds for
 -- a relayer's whole list with the sums of `n` and `removed`. Pages check their marks with them
 -- (core/transactions/pages.ts). Kept by the same statement triggers as `n`, in the same upsert of
 -- the same counter rows, so a status change writes no more rows than before. Written by hand after
@@ -11,25 +11,29 @@
 -- (No semicolons in these comments: the schema engine splits the script at each one.)
 
 -- AlterTable
-ALTER TABLE "transaction_counts" ADD COLUMN     "gone" BIGINT NOT NULL DEFAULT 0,
-ADD COLUMN     "removed" BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE "transaction_counts" ADD COLUMN IF NOT EXISTS "gone" BIGINT NOT NULL DEFAULT 0,
+ADD COLUMN IF NOT EXISTS "removed" BIGINT NOT NULL DEFAULT 0;
 
--- An old row left its (relayer, status) unless the statement's new version of it is there still
--- at the same place in the list (same id and created_at), and left its relayer unless that version
--- has the same relayer. A row whose id or created_at changed (by hand) counts as both: it left its
--- place. The counts of n are as before, and an UPDATE that moves no row writes no counter row.
+-- A row left its (relayer, status) when the statement's new version of it is not there at the
+-- same place in the list with the same status, and left its relayer when it is not there at the
+-- same place at all: a row whose id, created_at or relayer changed (by hand) counts as both. The
+-- old and new versions of the statement's rows are grouped by place (id, created_at, relayer_id)
+-- in one pass, and only places whose status differs go on to the counters. No join of old_rows
+-- with new_rows: its plan, made once for a statement of few rows, compared every pair of rows of
+-- later larger ones (a 200-row save paid 10 ms on PGlite, bench/count-triggers.ts). The counts of
+-- n are as before, and an UPDATE that moves no row writes no counter row.
 CREATE OR REPLACE FUNCTION "transaction_counts_updated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO transaction_counts AS c (relayer_id, status, n, gone, removed)
-  SELECT relayer_id, status, sum(d), sum(g), sum(r) FROM (
-    SELECT relayer_id, status, 1 AS d, 0 AS g, 0 AS r FROM new_rows
-    UNION ALL
-    SELECT o.relayer_id, o.status, -1,
-      (w.id IS NULL OR w.relayer_id <> o.relayer_id OR w.status <> o.status)::int,
-      (w.id IS NULL OR w.relayer_id <> o.relayer_id)::int
-    FROM old_rows o LEFT JOIN new_rows w ON w.id = o.id AND w.created_at = o.created_at
-  ) moved
-  GROUP BY relayer_id, status HAVING sum(d) <> 0 OR sum(g) <> 0 ORDER BY relayer_id, status
+  SELECT k.relayer_id, k.status, sum(k.d), sum(k.g), sum(k.r) FROM (
+    SELECT relayer_id, min(status) FILTER (WHERE before) AS was, min(status) FILTER (WHERE NOT before) AS became FROM (
+      SELECT id, created_at, relayer_id, status, false AS before FROM new_rows
+      UNION ALL
+      SELECT id, created_at, relayer_id, status, true FROM old_rows
+    ) v GROUP BY id, created_at, relayer_id
+  ) p, LATERAL (VALUES (p.relayer_id, p.was, -1, 1, (p.became IS NULL)::int), (p.relayer_id, p.became, 1, 0, 0)) k(relayer_id, status, d, g, r)
+  WHERE p.was IS DISTINCT FROM p.became AND k.status IS NOT NULL
+  GROUP BY k.relayer_id, k.status ORDER BY k.relayer_id, k.status
   ON CONFLICT (relayer_id, status) DO UPDATE SET n = c.n + excluded.n, gone = c.gone + excluded.gone, removed = c.removed + excluded.removed;
   RETURN NULL;
 END $$;
