@@ -156,6 +156,17 @@ describe.each(await databaseKinds())('transaction counts on %s', (db) => {
     await query('UPDATE transactions SET attempts = attempts + 1, updated_at = now()');
     expect(await query(COUNTER_VERSIONS)).toEqual(versions);
     const left = `SELECT relayer_id, status::text AS status, gone::int AS gone, removed::int AS removed FROM transaction_counts ORDER BY relayer_id, status`;
+    // Two rows of one relayer swap statuses in one statement: no count changes, yet each left its status.
+    const [x, y] = await query<{ id: string; status: string }>(
+      `SELECT DISTINCT ON (status) id, status::text AS status FROM transactions WHERE relayer_id = 'evm-relayer' ORDER BY status, id LIMIT 2`,
+    );
+    expect(x.status).not.toBe(y.status);
+    const unswapped = await query<{ relayer_id: string; status: string; gone: number; removed: number }>(left);
+    await query(`UPDATE transactions SET status = (CASE id WHEN '${x.id}' THEN '${y.status}' ELSE '${x.status}' END)::"TransactionStatus" WHERE id IN ('${x.id}', '${y.id}')`);
+    await expectExact();
+    expect(await query(left)).toEqual(
+      unswapped.map((c) => (c.relayer_id === 'evm-relayer' && [x.status, y.status].includes(c.status) ? { ...c, gone: c.gone + 1 } : c)),
+    );
     const before = await query<{ relayer_id: string; status: string; gone: number; removed: number }>(left);
     const moved = await query<{ status: string; n: number }>(
       `SELECT status::text AS status, count(*)::int AS n FROM transactions WHERE relayer_id = '${SOLANA_RELAYER}' AND status <> 'confirmed' GROUP BY status`,
