@@ -82,10 +82,7 @@ async function install(variant: string) {
 }
 
 await db.query(`INSERT INTO relayers (id, name, network, network_type, address, signer_id, updated_at)
-  SELECT 'bench-' || i, 'bench', 'anvil', 'evm', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'bench', now() FROM generate_series(0, 3) i ON CONFLICT DO NOTHING`).catch(async (e) => {
-  console.error('relayer insert:', (e as Error).message);
-  process.exit(1);
-});
+  SELECT 'bench-' || i, 'bench', 'anvil', 'evm', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'bench', now() FROM generate_series(0, 3) i ON CONFLICT DO NOTHING`);
 
 let seq = 0;
 const insertSql = (n: number) => `INSERT INTO transactions (id, relayer_id, network_type, status, created_at, updated_at, "from", "to", value, data, request)
@@ -105,8 +102,13 @@ async function round(variant: string) {
   const ids = Array.from({ length: ROWS }, (_, i) => `b${tag}-${i}`);
   const out: Record<string, number> = {};
   // INSERTs: one row each.
-  out.insert1 = await time(ROWS / 4, (i) => db.query(`INSERT INTO transactions (id, relayer_id, network_type, status, created_at, updated_at, "from", "to", value, data, request)
-    VALUES ($1, 'bench-0', 'evm', 'pending', now(), now(), '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', '1', '0x', '{}'::jsonb)`, [`x${tag}-${i}`]));
+  out.insert1 = await time(ROWS / 4, (i) =>
+    db.query(
+      `INSERT INTO transactions (id, relayer_id, network_type, status, created_at, updated_at, "from", "to", value, data, request)
+    VALUES ($1, 'bench-0', 'evm', 'pending', now(), now(), '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', '1', '0x', '{}'::jsonb)`,
+      [`x${tag}-${i}`],
+    ),
+  );
   out.insertBatch = (await time(1, () => db.query(insertSql(ROWS), [tag]))) / ROWS;
   // Single-row status changes, walking each row through the statuses.
   let step = 0;

@@ -162,7 +162,9 @@ describe.each(await databaseKinds())('transaction counts on %s', (db) => {
     );
     expect(x.status).not.toBe(y.status);
     const unswapped = await query<{ relayer_id: string; status: string; gone: number; removed: number }>(left);
-    await query(`UPDATE transactions SET status = (CASE id WHEN '${x.id}' THEN '${y.status}' ELSE '${x.status}' END)::"TransactionStatus" WHERE id IN ('${x.id}', '${y.id}')`);
+    await query(
+      `UPDATE transactions SET status = (CASE id WHEN '${x.id}' THEN '${y.status}' ELSE '${x.status}' END)::"TransactionStatus" WHERE id IN ('${x.id}', '${y.id}')`,
+    );
     await expectExact();
     expect(await query(left)).toEqual(
       unswapped.map((c) => (c.relayer_id === 'evm-relayer' && [x.status, y.status].includes(c.status) ? { ...c, gone: c.gone + 1 } : c)),
