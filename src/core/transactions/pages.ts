@@ -75,7 +75,7 @@ const LISTS = slot('transaction page marks', () => new ExpiringMap<string, List>
  * filtered list take the status as their last parameter. Besides its length, each reads how many
  * rows ever left the list (as text: it only grows): for a status, `gone` (a status change, a
  * deletion, a move to another relayer), for the whole list, `removed` (a deletion or a move), both
- * kept by the same triggers as the lengths (migration 20261207190414_transaction_counts_gone).
+ * kept by the same triggers as the lengths (migration 20261207220500_transaction_counts_gone).
  */
 function statements(filtered: boolean) {
   const list = (status: number) => `relayer_id = $1${filtered ? ` AND status = $${status}::"TransactionStatus"` : ''}`;
