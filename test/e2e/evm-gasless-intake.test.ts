@@ -2,12 +2,13 @@
 // each send its own answer whatever the others in its group, the per-sender limit exact inside a
 // group and counted from a re-acceptance, and validity windows judged by the chain's clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, createWalletClient, defineChain, http, keccak256, type Chain, type Hex, type HttpTransport, type PublicClient } from 'viem';
+import { http, keccak256, type Chain, type Hex, type HttpTransport, type PublicClient } from 'viem';
 import { createBundlerClient, formatUserOperationRequest, toPackedUserOperation, toSimple7702SmartAccount, type UserOperation } from 'viem/account-abstraction';
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chains/evm/anvil.js';
-import { ENTRY_POINT_V08, placeCanonicalContracts, SIMPLE_7702_ACCOUNT } from '../../src/chains/evm/aa/canonical.js';
-import { approvalTypedData, paymasterData, paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../src/chains/evm/aa/canonical.js';
+import { approvalTypedData, paymasterData, paymasterDeployment } from '../../src/chains/evm/aa/paymaster.js';
+import { gaslessAnvil } from '../support/aa.js';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
@@ -25,23 +26,8 @@ async function setup(db: 'pglite' | 'postgres'): Promise<Ctx> {
     workers: false,
     config: ({ rpcUrl }) => evmConfig(rpcUrl, { relayer: { policies: { user_operations: { paymaster: { address: PM.address } } } } }),
   });
-  const url = svc.anvil!.url;
-  const chain = defineChain({
-    id: 31337,
-    name: 'anvil',
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [url] } },
-  });
-  const transport = http(url, { retryCount: 0 });
-  const pub = createPublicClient({ chain, transport, pollingInterval: 50 });
-  const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
-  await placeCanonicalContracts(url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
-  const wallet = createWalletClient({ chain, transport, account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }) });
-  await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: PM.to, data: PM.data }) });
-  await pub.waitForTransactionReceipt({
-    hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
-  });
-  return { svc, chain, pub: pub as never };
+  const { chain, pub } = await gaslessAnvil(svc.anvil!.url, [PM]);
+  return { svc, chain, pub };
 }
 
 async function fresh(c: Ctx) {

@@ -3,9 +3,7 @@
 // sponsors it, bundles it through its normal send path and reports it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createPublicClient,
   createWalletClient,
-  defineChain,
   encodeFunctionData,
   http,
   numberToHex,
@@ -28,16 +26,11 @@ import {
 } from 'viem/account-abstraction';
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chains/evm/anvil.js';
-import {
-  ENTRY_POINT_V07,
-  ENTRY_POINT_V08,
-  placeCanonicalContracts,
-  SIMPLE_7702_ACCOUNT,
-  SIMPLE_ACCOUNT_FACTORY_V07,
-} from '../../src/chains/evm/aa/canonical.js';
+import { ENTRY_POINT_V07, ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT, SIMPLE_ACCOUNT_FACTORY_V07 } from '../../src/chains/evm/aa/canonical.js';
 import { BUNDLE_MARGIN_MS } from '../../src/chains/evm/aa/bundling.js';
 import { approvalTypedData, paymasterData, paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
 import { keystores, localSigner } from '../chains/stellar/support.js';
+import { gaslessAnvil } from '../support/aa.js';
 import { databaseKinds } from '../support/postgres.js';
 import { DEV_ADDRESS, evmConfig, startTestService, type TestService } from '../support/service.js';
 
@@ -88,27 +81,10 @@ async function setup(db: 'pglite' | 'postgres', userOperations: object, workers 
     await stop();
     await keys.remove();
   };
-  const url = svc.anvil!.url;
-  const chain = defineChain({
-    id: 31337,
-    name: 'anvil',
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [url] } },
-  });
-  const transport = http(url, { retryCount: 0 });
-  const pub = createPublicClient({ chain, transport, pollingInterval: 50 });
-  const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
-  await placeCanonicalContracts(url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
   // The relayer's paymasters (owner and signer the relayer's address), placed and funded by someone else.
-  const wallet = createWalletClient({ chain, transport, account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }), pollingInterval: 50 });
-  for (const d of [PM08, PM07]) {
-    await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: d.to, data: d.data }) });
-    await pub.waitForTransactionReceipt({
-      hash: await wallet.writeContract({ address: d.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
-    });
-  }
+  const { chain, pub, wallet } = await gaslessAnvil(svc.anvil!.url, [PM08, PM07]);
   const deploy = async () => (await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ data: CALLER_RECORDER_INIT }) })).contractAddress!;
-  return { svc, chain, pub: pub as never, recorder: await deploy(), other: await deploy() };
+  return { svc, chain, pub, recorder: await deploy(), other: await deploy() };
 }
 
 function bundlerClient(c: Ctx, account: Parameters<typeof createBundlerClient>[0]['account']) {

@@ -5,12 +5,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPublicClient, createWalletClient, defineChain, http, parseAbi, type Address, type Hex } from 'viem';
+import { http, parseAbi, type Address, type Hex } from 'viem';
 import { createBundlerClient, formatUserOperationRequest, toSimple7702SmartAccount, type UserOperation } from 'viem/account-abstraction';
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
-import { ANVIL_DEFAULT_MNEMONIC, startAnvil } from '../../src/chains/evm/anvil.js';
-import { ENTRY_POINT_V08, placeCanonicalContracts, SIMPLE_7702_ACCOUNT } from '../../src/chains/evm/aa/canonical.js';
-import { paymasterDeployment, relayerPaymasterAbi } from '../../src/chains/evm/aa/paymaster.js';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { startAnvil } from '../../src/chains/evm/anvil.js';
+import { ENTRY_POINT_V08, SIMPLE_7702_ACCOUNT } from '../../src/chains/evm/aa/canonical.js';
+import { paymasterDeployment } from '../../src/chains/evm/aa/paymaster.js';
+import { gaslessAnvil } from '../support/aa.js';
 import { startProxy } from '../support/rpc-proxy.js';
 import { startInstance, type Instance } from '../support/instance.js';
 import { createTestDatabase, databaseKinds, postgresReachable } from '../support/postgres.js';
@@ -26,25 +27,7 @@ const USER_OPERATION_EVENT = parseAbi([
 async function gaslessChain(cleanup: (() => Promise<unknown>)[]) {
   const anvil = await startAnvil();
   cleanup.push(() => anvil.stop());
-  const chain = defineChain({
-    id: 31337,
-    name: 'anvil',
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [anvil.url] } },
-  });
-  const pub = createPublicClient({ chain, transport: http(anvil.url), pollingInterval: 50 });
-  const funder = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 4 });
-  await placeCanonicalContracts(anvil.url, `0x${Buffer.from(funder.getHdKey().privateKey!).toString('hex')}`);
-  const wallet = createWalletClient({
-    chain,
-    transport: http(anvil.url),
-    account: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 3 }),
-    pollingInterval: 50,
-  });
-  await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: PM.to, data: PM.data }) });
-  await pub.waitForTransactionReceipt({
-    hash: await wallet.writeContract({ address: PM.address, abi: relayerPaymasterAbi, functionName: 'deposit', value: 10n ** 18n }),
-  });
+  const { chain, pub, wallet } = await gaslessAnvil(anvil.url, [PM]);
   const target = (await pub.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ data: '0x63335f55005f526004601cf3' }) })).contractAddress!;
   const hold = { on: false, held: 0 };
   const proxy = await startProxy(anvil.url, async (body, forward) => {
