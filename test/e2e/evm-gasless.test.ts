@@ -637,7 +637,8 @@ describe.each(await databaseKinds())('an operation that failed, sent again (%s)'
   }, 90_000);
 });
 
-describe.each(await databaseKinds())("a bundle's valid_until and its operations' windows (%s)", (db) => {
+// A bundle held in the node's pool (automine off) while its deadline passes or its operations change under it.
+describe.each(await databaseKinds())("bundles held in the node's pool (%s)", (db) => {
   let c: Ctx;
   beforeAll(async () => {
     c = await setup(db, { paymaster: { address: PM08.address } });
@@ -647,7 +648,7 @@ describe.each(await databaseKinds())("a bundle's valid_until and its operations'
     await c?.svc.stop();
   });
 
-  it('ends before the first window of its operations; not mined by then, it is replaced, and the operation whose window closed fails, never sent again', async () => {
+  it("a bundle's valid_until ends before the first window of its operations; not mined by then, it is replaced, and the operation whose window closed fails, never sent again", async () => {
     // Approvals: 15 minutes (the relayer's own), and 45 s (signed here): the bundle of both must be mined 20 s before the shorter ends.
     const approvalUntil = Math.floor(Date.now() / 1000) + 45;
     const [long, short] = await Promise.all([signedOp(c, c.recorder), signedOp(c, c.other, undefined, { approvalUntil })]);
@@ -693,19 +694,8 @@ describe.each(await databaseKinds())("a bundle's valid_until and its operations'
     expect(await callerOf(c, c.other)).toBe(`0x${'0'.repeat(40)}`);
     expect((await waitOp(c, shortHash!, 'failed')).transactionId).toBe(bundle.id);
   }, 120_000);
-});
 
-describe.each(await databaseKinds())('a bundle that reverts on chain (%s)', (db) => {
-  let c: Ctx;
-  beforeAll(async () => {
-    c = await setup(db, { paymaster: { address: PM08.address } });
-  }, 120_000);
-  afterAll(async () => {
-    await c?.pub.request({ method: 'evm_setAutomine' as never, params: [true] as never }).catch(() => {});
-    await c?.svc.stop();
-  });
-
-  it('is a failed transaction of the relayer; the operation invalidated after its broadcast fails with its reason, the others land once', async () => {
+  it('a bundle that reverts on chain is a failed transaction of the relayer; the operation invalidated after its broadcast fails with its reason, the others land once', async () => {
     // A user delegated already (its first operation included), whose next operation carries no authorization.
     const first = await signedOp(c, c.recorder);
     await waitOp(c, await rpcOk(c, 'eth_sendUserOperation', [first.json, ENTRY_POINT_V08]), 'included');
@@ -776,7 +766,7 @@ describe.each(await databaseKinds())('a bundle that reverts on chain (%s)', (db)
     expect(events.filter((e) => hashes.includes(e.hash))).toHaveLength(3);
   }, 120_000);
 
-  it('one whose EIP-7702 authorization went stale after its broadcast fails with that reason, and is never sent again; the other lands once', async () => {
+  it('a bundled operation whose EIP-7702 authorization went stale after its broadcast fails with that reason, and is never sent again; the other lands once', async () => {
     const [stale, e] = await Promise.all([signedOp(c, c.other), signedOp(c, c.recorder)]);
     const txs = await txCount(c);
     await c.pub.request({ method: 'evm_setAutomine' as never, params: [false] as never });
