@@ -637,6 +637,13 @@ describe.each(await databaseKinds())('an operation that failed, sent again (%s)'
   }, 90_000);
 });
 
+/** The hash of the relayer's transaction `id` once the node has it in its pool. */
+const inPool = (c: Ctx, id: string) =>
+  until(async () => {
+    const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
+    return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
+  }, 'the bundle in the node pool');
+
 // A bundle held in the node's pool (automine off) while its deadline passes or its operations change under it.
 describe.each(await databaseKinds())("bundles held in the node's pool (%s)", (db) => {
   let c: Ctx;
@@ -713,10 +720,7 @@ describe.each(await databaseKinds())("bundles held in the node's pool (%s)", (db
     const [brokenHash, bHash, dHash] = hashes as [string, string, string];
     const bundleId = (await waitOp(c, brokenHash, 'submitted')).transactionId!;
     for (const h of [bHash, dHash]) expect((await waitOp(c, h, 'submitted')).transactionId).toBe(bundleId);
-    const sentHash = await until(async () => {
-      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
-      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
-    }, 'the bundle in the node pool');
+    const sentHash = await inPool(c, bundleId);
 
     // Then the first user's delegation is gone: its validation fails (AA20) when the bundle runs,
     // and handleOps reverts (FailedOp) as a whole.
@@ -777,10 +781,7 @@ describe.each(await databaseKinds())("bundles held in the node's pool (%s)", (db
     const [staleHash, eHash] = body.map((x: any) => x.result as string) as [string, string];
     const bundleId = (await waitOp(c, staleHash, 'submitted')).transactionId!;
     expect((await waitOp(c, eHash, 'submitted')).transactionId).toBe(bundleId);
-    const sentHash = await until(async () => {
-      const tx = await c.svc.rt.db.prisma.transaction.findUniqueOrThrow({ where: { id: bundleId } });
-      return tx.hash && (await c.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)) ? (tx.hash as Hex) : null;
-    }, 'the bundle in the node pool');
+    const sentHash = await inPool(c, bundleId);
     // The user's account nonce moves on (as if it had sent a transaction of its own): its
     // authorization (nonce 0) is skipped, it stays undelegated, and handleOps reverts.
     await c.pub.request({ method: 'anvil_setNonce' as never, params: [stale.owner.address, '0x1'] as never });
