@@ -17,7 +17,7 @@ import { authorizationToJson } from '../unsigned.js';
 import { outcomesOf, prepareBundle, type BundleItem } from './bundle.js';
 import { changeOps, publishOps, type OpChange } from './lifecycle.js';
 import { UserOpError } from './errors.js';
-import { entryPointAbi } from './simulate.js';
+import { chainTime, entryPointAbi } from './simulate.js';
 import { pendingUserOps, type UserOpReceipt, type UserOpRow } from './store.js';
 import { ENTRY_POINTS, readUserOp, versionOf, type EntryPointVersion } from './userop.js';
 
@@ -73,8 +73,7 @@ type ChainAhead = () => Promise<number>;
 
 function chainAheadOf(ctx: EvmContext): ChainAhead {
   let ahead: Promise<number> | undefined;
-  return () =>
-    (ahead ??= ctx.rpc.request<{ timestamp: Hex }>('eth_getBlockByNumber', ['latest', false]).then((b) => Number(BigInt(b.timestamp)) * 1000 - Date.now()));
+  return () => (ahead ??= chainTime(ctx.rpc).then((s) => s * 1000 - Date.now()));
 }
 
 const closedReason = (validUntil: Date) =>

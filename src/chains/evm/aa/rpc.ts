@@ -15,7 +15,18 @@ import { invalidParams, USEROP_CODES, UserOpError } from './errors.js';
 import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
-import { entryPointFailure, estimateGas, judgeValidation, readValidation, validationCall, windowEnd, type Validation } from './simulate.js';
+import {
+  blockTime,
+  chainTime,
+  entryPointFailure,
+  estimateGas,
+  judgeValidation,
+  LATEST_BLOCK,
+  readValidation,
+  validationCall,
+  windowEnd,
+  type Validation,
+} from './simulate.js';
 import { checkEntryPoint, checkSenderRate, checkSponsorship, relayerPaymaster } from './sponsor.js';
 import { keepUserOps, userOpByHash, userOpsByHash, type UserOpReceipt, type UserOpRow } from './store.js';
 import { checkAuthorization, delegateOf, packUserOp, readUserOp, userOpHash, userOpJson, type UserOp } from './userop.js';
@@ -46,13 +57,9 @@ type Call = {
   rows?: Map<string, UserOpRow | null>;
 };
 
-type Block = { timestamp: Hex };
-const LATEST_BLOCK = { method: 'eth_getBlockByNumber', params: ['latest', false] };
-const timeOf = (b: Block) => Number(BigInt(b.timestamp));
-
 /** The paymaster's approval window, from the chain's time (which the EntryPoint checks it by; read at most once a second). */
 async function window(ctx: EvmContext): Promise<Window> {
-  const now = await ctx.rpc.memo('latest block time', 1000, async () => timeOf(await ctx.rpc.request<Block>(LATEST_BLOCK.method, LATEST_BLOCK.params)));
+  const now = await ctx.rpc.memo('latest block time', 1000, () => chainTime(ctx.rpc));
   return { validUntil: now + APPROVAL_S, validAfter: 0 };
 }
 
@@ -164,7 +171,7 @@ async function acceptGroup(group: Sent[]): Promise<void> {
   const block = outcomes[0]!;
   if (!block.ok) throw block.error;
   // Windows are the EntryPoint's: judged by the chain's time, not this machine's.
-  const chainNow = timeOf(block.result as Block);
+  const chainNow = blockTime(block.result);
   /** The first accepted send of each operation, and the same operation's sends after it. */
   const leaders = new Map<string, { s: Sent; again: UserOpRow | undefined; v: Validation; followers: Sent[] }>();
   const refused: { s: Sent; e: unknown }[] = [];

@@ -137,6 +137,13 @@ export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPoi
   }
 }
 
+/** The latest block, whose timestamp is the chain's time: the EntryPoint judges windows by it, not by this machine's clock. */
+export const LATEST_BLOCK = { method: 'eth_getBlockByNumber', params: ['latest', false] };
+/** A block's timestamp, in seconds. */
+export const blockTime = (block: unknown): number => Number(BigInt((block as { timestamp: Hex }).timestamp));
+/** The chain's time, in seconds. */
+export const chainTime = async (rpc: Rpc): Promise<number> => blockTime(await rpc.request(LATEST_BLOCK.method, LATEST_BLOCK.params));
+
 /** How soon before its end a window is too short to be bundled in. */
 export const WINDOW_MARGIN_S = 30;
 
