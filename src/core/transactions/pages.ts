@@ -120,6 +120,9 @@ const FILTERED = statements(true);
 
 type Status = Transaction['status'];
 
+/** A list's statements, and the parameters they take last (a filtered list's status). */
+const queriesOf = (status: Status | null | undefined) => ({ sql: status ? FILTERED : WHOLE, tail: status ? [status] : [] });
+
 /**
  * A page of a relayer's transactions (optionally of one status), newest first: `take` rows after
  * the first `skip`, exactly as ORDER BY created_at DESC, id DESC OFFSET skip LIMIT take reads them.
@@ -129,8 +132,7 @@ export async function readPage(rt: Runtime, relayerId: string, status: Status | 
   if (skip < ANCHOR_DEPTH + MARK_EVERY) return readPageFromEnds(rt, relayerId, status, skip, take);
   const lists = rt.state(LISTS);
   const list = lists.getOrCreate(status ? `${relayerId}\u0000${status}` : relayerId, () => ({ marks: null, busy: null, served: 0, restUntil: 0 }));
-  const sql = status ? FILTERED : WHOLE;
-  const extra = (m: Marks) => [m.gone, ...(status ? [status] : [])];
+  const { sql, tail } = queriesOf(status);
   for (let tries = 0; tries < 3 && list.restUntil <= Date.now(); tries++) {
     if (!list.marks) await settle(list, () => takeMarks(rt, relayerId, status, list));
     const m = list.marks;
@@ -139,7 +141,7 @@ export async function readPage(rt: Runtime, relayerId: string, status: Status | 
     const first = m.n - 1 - skip;
     const i = lowerBound(m.ranks, first);
     if (i === m.ranks.length) break;
-    const rows = await rt.db.read<Transaction>(sql.page, [relayerId, m.n, m.keys[i].at, m.keys[i].id, m.ranks[i] - first, take, ...extra(m)], {
+    const rows = await rt.db.read<Transaction>(sql.page, [relayerId, m.n, m.keys[i].at, m.keys[i].id, m.ranks[i] - first, take, m.gone, ...tail], {
       prepare: true,
     });
     // The page is never empty when the check passed (skip < n).
@@ -174,9 +176,10 @@ const lowerBound = (xs: number[], x: number) => {
 
 /** Takes the marks from the whole list (its index alone): once per list, or after a change the check could not follow. */
 async function takeMarks(rt: Runtime, relayerId: string, status: Status | null | undefined, list: List) {
+  const { sql, tail } = queriesOf(status);
   const rows = await rt.db.read<{ n: number; gone: string; rank: number | null; at: string | null; id: string | null }>(
-    (status ? FILTERED : WHOLE).take,
-    [relayerId, MARK_EVERY, ANCHOR_DEPTH, ...(status ? [status] : [])],
+    sql.take,
+    [relayerId, MARK_EVERY, ANCHOR_DEPTH, ...tail],
     { prepare: true },
   );
   const n = rows[0]?.n ?? 0;
@@ -203,9 +206,10 @@ async function takeMarks(rt: Runtime, relayerId: string, status: Status | null |
  * are added down from the new top and the anchor moves up. Else they are taken again.
  */
 async function checkMarks(rt: Runtime, relayerId: string, status: Status | null | undefined, list: List, m: Marks) {
+  const { sql, tail } = queriesOf(status);
   const rows = await rt.db.read<{ n: number; gone: string; c: number; depth: number | null; at: string | null; id: string | null }>(
-    (status ? FILTERED : WHOLE).check,
-    [relayerId, m.anchor.at, m.anchor.id, m.n, ANCHOR_DEPTH, m.above, MARK_EVERY, ...(status ? [status] : [])],
+    sql.check,
+    [relayerId, m.anchor.at, m.anchor.id, m.n, ANCHOR_DEPTH, m.above, MARK_EVERY, ...tail],
     { prepare: true },
   );
   const { n, gone, c } = rows[0];
