@@ -3,7 +3,6 @@
 import { Prisma, type UserOperation as UserOpRow } from '../../../generated/prisma/client.js';
 import type { Database, Statement } from '../../../db/client.js';
 import { columnsAs } from '../../../db/columns.js';
-import { isUniqueViolation } from '../../../db/unique-violation.js';
 
 /** The database, or a database transaction (Prisma's interactive one) that writes with others. */
 export type Db = { prisma: Pick<Prisma.TransactionClient, 'userOperation'> };
@@ -21,33 +20,6 @@ export type NewUserOp = {
   /** The earliest end of its validity windows (account's, paymaster's); null: none ends. */
   validUntil?: Date | null;
 };
-
-/**
- * Keeps an accepted operation. The same operation again (by any instance, at once or later) finds
- * the first row: `created` tells which. Hashes are stored lower-case, as clients write them.
- */
-export async function keepUserOp(db: Db, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
-  const key = { chainId: op.chainId, entryPoint: op.entryPoint.toLowerCase(), hash: op.hash.toLowerCase() };
-  // One statement when it is new (the usual case); the first row read back when it is not.
-  try {
-    const row = await db.prisma.userOperation.create({
-      data: {
-        ...key,
-        relayerId: op.relayerId,
-        sender: op.sender,
-        nonce: op.nonce.toString(),
-        operation: op.operation as never,
-        validUntil: op.validUntil ?? null,
-      },
-    });
-    return { row, created: true };
-  } catch (e) {
-    if (!isUniqueViolation(e)) throw e;
-  }
-  const row = await db.prisma.userOperation.findUnique({ where: { chainId_entryPoint_hash: key } });
-  if (!row) throw new Error(`user operation ${key.hash} vanished after it was written`);
-  return { row, created: false };
-}
 
 export function userOpByHash(db: Db, chainId: number, hash: string): Promise<UserOpRow | null> {
   return db.prisma.userOperation.findFirst({ where: { chainId, hash: hash.toLowerCase() } });
@@ -213,6 +185,11 @@ export async function keepUserOps(db: Database, ops: KeepOp[], limit?: SenderLim
     if (!row) throw new Error(`user operation ${k.hash} vanished after it was written`);
     return { row, created: mine ? !!mine.id : created.delete(row.id) };
   });
+}
+
+/** keepUserOps of one new operation (the same operation again finds the first row: `created` false). */
+export async function keepUserOp(db: Database, op: NewUserOp): Promise<{ row: UserOpRow; created: boolean }> {
+  return (await keepUserOps(db, [op]))[0] as { row: UserOpRow; created: boolean };
 }
 
 /** keepUserOps of one new operation under the per-sender limit. */
