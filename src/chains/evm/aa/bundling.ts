@@ -66,8 +66,9 @@ export function bundleValidUntil(validUntils: (Date | null)[], now: number, chai
 }
 
 /**
- * How far the chain's clock is ahead of this machine's, in ms (negative: behind), by the latest
- * block's timestamp: windows end by the EntryPoint's `block.timestamp`. Read once a pass, when needed.
+ * How far the chain's clock is ahead of this machine's, in ms (chainTime: never behind by more
+ * than the second it is counted in): windows end by the EntryPoint's `block.timestamp`. Read once a
+ * pass, when needed.
  */
 type ChainAhead = () => Promise<number>;
 

@@ -16,13 +16,13 @@ import { publishOps } from './lifecycle.js';
 import { approvalTypedData, paymasterData, STUB_SIGNATURE, type Window } from './paymaster.js';
 import { servedEntryPoints, type UserOperationsPolicy } from './policy.js';
 import {
-  blockTime,
   chainTime,
   entryPointFailure,
   estimateGas,
   judgeValidation,
   LATEST_BLOCK,
   readValidation,
+  timeAfter,
   validationCall,
   windowEnd,
   type Validation,
@@ -171,7 +171,7 @@ async function acceptGroup(group: Sent[]): Promise<void> {
   const block = outcomes[0]!;
   if (!block.ok) throw block.error;
   // Windows are the EntryPoint's: judged by the chain's time, not this machine's.
-  const chainNow = blockTime(block.result);
+  const chainNow = timeAfter(block.result);
   /** The first accepted send of each operation, and the same operation's sends after it. */
   const leaders = new Map<string, { s: Sent; again: UserOpRow | undefined; v: Validation; followers: Sent[] }>();
   const refused: { s: Sent; e: unknown }[] = [];

@@ -137,12 +137,16 @@ export async function simulateValidation(rpc: Rpc, op: UserOp, version: EntryPoi
   }
 }
 
-/** The latest block, whose timestamp is the chain's time: the EntryPoint judges windows by it, not by this machine's clock. */
+/** The latest block: the EntryPoint judges windows by `block.timestamp`, not by this machine's clock. */
 export const LATEST_BLOCK = { method: 'eth_getBlockByNumber', params: ['latest', false] };
-/** A block's timestamp, in seconds. */
-export const blockTime = (block: unknown): number => Number(BigInt((block as { timestamp: Hex }).timestamp));
-/** The chain's time, in seconds. */
-export const chainTime = async (rpc: Rpc): Promise<number> => blockTime(await rpc.request(LATEST_BLOCK.method, LATEST_BLOCK.params));
+/**
+ * The chain's time for what is sent now, in seconds: the latest block's timestamp, or this
+ * machine's clock when that is later (a block mined from now on is no earlier, and an idle chain's
+ * latest block can be long past).
+ */
+export const timeAfter = (latest: unknown): number => Math.max(Number(BigInt((latest as { timestamp: Hex }).timestamp)), Math.floor(Date.now() / 1000));
+/** timeAfter the latest block, read. */
+export const chainTime = async (rpc: Rpc): Promise<number> => timeAfter(await rpc.request(LATEST_BLOCK.method, LATEST_BLOCK.params));
 
 /** How soon before its end a window is too short to be bundled in. */
 export const WINDOW_MARGIN_S = 30;
